@@ -1,0 +1,59 @@
+# kvmsim top-level convenience targets. The build itself is CMake (CMakeLists.txt).
+#   make build   install missing Debian packages, configure (Release) and build
+#   make demo    build, run the pinned cyclictest scenario, print its histogram
+#   make test    build, run ctest (and pytest over tests/python if it has test files)
+#   make bench   build, run kvmsim-bench
+#   make format  clang-format -i over the C++ sources
+#   make tidy    clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
+#   make clean   remove build/
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= Release
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+PYTHON     ?= /usr/bin/python3
+CMAKE_ARGS ?=
+
+# Root runs the installer directly; otherwise use sudo when it exists.
+SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
+
+FORMAT_DIRS := sim tools bench tests bindings
+FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
+
+.PHONY: all deps configure build demo test bench format tidy clean
+
+all: build
+
+deps:
+	$(SUDO) bash tools/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+demo: build
+	./$(BUILD_DIR)/kvmsim run scenarios/cyclictest_pinned.yaml --out $(BUILD_DIR)/demo
+	cat $(BUILD_DIR)/demo/histogram.txt
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j2
+	@if [ -d tests/python ] && [ -n "$$(find tests/python -name 'test_*.py' -o -name '*_test.py' | head -n 1)" ]; then \
+	  echo "PYTHONPATH=$(CURDIR)/$(BUILD_DIR) $(PYTHON) -m pytest -q tests/python"; \
+	  PYTHONPATH="$(CURDIR)/$(BUILD_DIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON) -m pytest -q tests/python; \
+	  rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected in tests/python"; rc=0; fi; \
+	  exit $$rc; \
+	fi
+
+bench: build
+	./$(BUILD_DIR)/kvmsim-bench
+
+format:
+	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format -i
+
+tidy: configure
+	find sim -type f -name '*.cpp' -print0 | xargs -0 -r clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,262 @@
+#include "sim/core/dist.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace kvmsim {
+namespace {
+
+std::string trim(const std::string& s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Splits "a, b, key=c" at top-level commas.
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
+  return out;
+}
+
+std::optional<double> parse_number(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<Quantity> Quantity::parse(const std::string& text) {
+  const std::string t = trim(text);
+  std::size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.' ||
+                          t[i] == '-' || t[i] == '+' || t[i] == 'e' || t[i] == 'E')) {
+    // Stop at an 'e' that is not an exponent (no digit/sign after it).
+    if ((t[i] == 'e' || t[i] == 'E') &&
+        (i + 1 >= t.size() ||
+         !(std::isdigit(static_cast<unsigned char>(t[i + 1])) || t[i + 1] == '-' || t[i + 1] == '+')))
+      break;
+    ++i;
+  }
+  auto num = parse_number(t.substr(0, i));
+  if (!num) return std::nullopt;
+  const std::string unit = trim(t.substr(i));
+  Quantity q;
+  if (unit.empty() || unit == "ns") {
+    q.value = *num;
+  } else if (unit == "us") {
+    q.value = *num * 1e3;
+  } else if (unit == "ms") {
+    q.value = *num * 1e6;
+  } else if (unit == "s") {
+    q.value = *num * 1e9;
+  } else if (unit == "cyc" || unit == "cycles") {
+    q.value = *num;
+    q.cycles = true;
+  } else {
+    return std::nullopt;
+  }
+  return q;
+}
+
+std::string Quantity::str() const {
+  if (cycles) return fmt::format("{}cyc", value);
+  if (value != 0 && std::fmod(value, 1e3) == 0) return fmt::format("{}us", value / 1e3);
+  return fmt::format("{}ns", value);
+}
+
+std::optional<CostDist> CostDist::parse(const std::string& text, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<CostDist> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  const std::string t = trim(text);
+  const auto open = t.find('(');
+  if (open == std::string::npos) {
+    auto q = Quantity::parse(t);
+    if (!q) return fail(fmt::format("'{}' is neither a time (e.g. 350ns, 1.2us, 800cyc) nor a "
+                                    "distribution (const/normal/lognormal/uniform/exponential/empirical)",
+                                    t));
+    if (q->value < 0) return fail("a cost cannot be negative");
+    return constant(*q);
+  }
+  if (t.back() != ')') return fail(fmt::format("missing ')' in '{}'", t));
+  const std::string name = trim(t.substr(0, open));
+  const auto args = split_args(t.substr(open + 1, t.size() - open - 2));
+  std::vector<std::string> pos;
+  CostDist d;
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) {
+      pos.push_back(a);
+      continue;
+    }
+    const std::string k = trim(a.substr(0, eq)), v = trim(a.substr(eq + 1));
+    auto q = Quantity::parse(v);
+    if (!q) return fail(fmt::format("bad time '{}' for '{}'", v, k));
+    if (k == "min") {
+      d.min = q;
+    } else if (k == "max") {
+      d.max = q;
+    } else if (k == "shift") {
+      d.shift = *q;
+    } else {
+      return fail(fmt::format("unknown option '{}' (expected min=, max= or shift=)", k));
+    }
+  }
+  auto need = [&](std::size_t n) { return pos.size() == n; };
+  auto qty = [&](std::size_t i, Quantity* out) {
+    auto q = Quantity::parse(pos[i]);
+    if (!q) return false;
+    *out = *q;
+    return true;
+  };
+  if (name == "const") {
+    d.kind = DistKind::Constant;
+    if (!need(1) || !qty(0, &d.a)) return fail("const(value) takes one time, e.g. const(300ns)");
+  } else if (name == "normal") {
+    d.kind = DistKind::Normal;
+    if (!need(2) || !qty(0, &d.a) || !qty(1, &d.b))
+      return fail("normal(mean, sd[, min=][, max=]) takes two times, e.g. normal(300ns, 20ns)");
+    if (d.b.value < 0) return fail("normal: sd must be >= 0");
+  } else if (name == "lognormal") {
+    d.kind = DistKind::LogNormal;
+    auto s = need(2) ? parse_number(pos[1]) : std::nullopt;
+    if (!need(2) || !qty(0, &d.a) || !s)
+      return fail("lognormal(median, sigma[, shift=][, min=][, max=]), e.g. lognormal(5us, 0.4)");
+    d.sigma = *s;
+    if (d.a.value <= 0 || d.sigma < 0) return fail("lognormal: median must be > 0 and sigma >= 0");
+  } else if (name == "uniform") {
+    d.kind = DistKind::Uniform;
+    if (!need(2) || !qty(0, &d.a) || !qty(1, &d.b))
+      return fail("uniform(lo, hi) takes two times, e.g. uniform(1us, 2us)");
+  } else if (name == "exponential") {
+    d.kind = DistKind::Exponential;
+    if (!need(1) || !qty(0, &d.a)) return fail("exponential(mean[, shift=][, max=])");
+    if (d.a.value <= 0) return fail("exponential: mean must be > 0");
+  } else if (name == "empirical") {
+    d.kind = DistKind::Empirical;
+    if (pos.empty()) return fail("empirical(v1[:w1], v2[:w2], ...) needs at least one value");
+    for (const auto& p : pos) {
+      const auto colon = p.find(':');
+      auto q = Quantity::parse(p.substr(0, colon));
+      double w = 1;
+      if (colon != std::string::npos) {
+        auto wn = parse_number(trim(p.substr(colon + 1)));
+        if (!wn || *wn < 0) return fail(fmt::format("bad weight in '{}'", p));
+        w = *wn;
+      }
+      if (!q) return fail(fmt::format("bad value '{}' in empirical()", p));
+      d.points.emplace_back(*q, w);
+    }
+  } else {
+    return fail(fmt::format("unknown distribution '{}' (const, normal, lognormal, uniform, "
+                            "exponential, empirical)",
+                            name));
+  }
+  return d;
+}
+
+std::string CostDist::str() const {
+  std::string opts;
+  if (shift.value != 0) opts += ", shift=" + shift.str();
+  if (min) opts += ", min=" + min->str();
+  if (max) opts += ", max=" + max->str();
+  switch (kind) {
+    case DistKind::Constant:
+      return opts.empty() ? a.str() : "const(" + a.str() + opts + ")";
+    case DistKind::Normal:
+      return "normal(" + a.str() + ", " + b.str() + opts + ")";
+    case DistKind::LogNormal:
+      return fmt::format("lognormal({}, {}{})", a.str(), sigma, opts);
+    case DistKind::Uniform:
+      return "uniform(" + a.str() + ", " + b.str() + opts + ")";
+    case DistKind::Exponential:
+      return "exponential(" + a.str() + opts + ")";
+    case DistKind::Empirical: {
+      std::string s = "empirical(";
+      for (std::size_t i = 0; i < points.size(); ++i)
+        s += fmt::format("{}{}:{}", i ? ", " : "", points[i].first.str(), points[i].second);
+      return s + opts + ")";
+    }
+  }
+  return "?";
+}
+
+double CostDist::mean_cycles(const TscClock& clk) const {
+  return bind(clk).mean();
+}
+
+Sampler CostDist::bind(const TscClock& clk) const {
+  Sampler s;
+  s.kind_ = kind;
+  s.a_ = a.in_cycles(clk);
+  s.b_ = b.in_cycles(clk);
+  s.sigma_ = sigma;
+  s.shift_ = shift.in_cycles(clk);
+  s.lo_ = min ? min->in_cycles(clk) : 0.0;
+  s.hi_ = max ? max->in_cycles(clk) : 1e300;
+  switch (kind) {
+    case DistKind::Constant: s.mean_ = s.a_; break;
+    case DistKind::Normal: s.mean_ = s.a_; break;
+    case DistKind::LogNormal: s.mean_ = s.a_ * std::exp(sigma * sigma / 2); break;
+    case DistKind::Uniform: s.mean_ = (s.a_ + s.b_) / 2; break;
+    case DistKind::Exponential: s.mean_ = s.a_; break;
+    case DistKind::Empirical: {
+      double total = 0, m = 0;
+      for (const auto& [q, w] : points) total += w;
+      double acc = 0;
+      for (const auto& [q, w] : points) {
+        acc += w / total;
+        s.cdf_.push_back(acc);
+        s.values_.push_back(q.in_cycles(clk));
+        m += q.in_cycles(clk) * w / total;
+      }
+      if (!s.cdf_.empty()) s.cdf_.back() = 1.0;
+      s.mean_ = m;
+      break;
+    }
+  }
+  s.mean_ += s.shift_;
+  return s;
+}
+
+Tsc Sampler::operator()(Rng& rng) const {
+  double v = 0;
+  switch (kind_) {
+    case DistKind::Constant: v = a_; break;
+    case DistKind::Normal: v = a_ + b_ * rng.normal(); break;
+    case DistKind::LogNormal: v = a_ * std::exp(sigma_ * rng.normal()); break;
+    case DistKind::Uniform: v = a_ + (b_ - a_) * rng.uniform(); break;
+    case DistKind::Exponential: v = rng.exponential(a_); break;
+    case DistKind::Empirical: {
+      const double u = rng.uniform();
+      const auto it = std::lower_bound(cdf_.begin(), cdf_.end(), u);
+      v = values_[static_cast<std::size_t>(std::min<std::ptrdiff_t>(it - cdf_.begin(),
+                                                                    static_cast<std::ptrdiff_t>(values_.size()) - 1))];
+      break;
+    }
+  }
+  v += shift_;
+  v = std::clamp(v, lo_, hi_);
+  return v <= 0 ? 0 : static_cast<Tsc>(v + 0.5);
+}
+
+}  // namespace kvmsim

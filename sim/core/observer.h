@@ -1,0 +1,64 @@
+// The model emits events; statistics, traces and checks observe them.
+// Observers are attached to the Observers hub before the run; the model calls
+// the hub, which forwards to each observer. With no observer attached a call
+// costs one branch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/stage.h"
+#include "sim/core/time.h"
+#include "sim/vmx/exit_reason.h"
+
+namespace kvmsim {
+
+class ModelObserver {
+ public:
+  virtual ~ModelObserver() = default;
+  // A pCPU finished (or was interrupted in) a segment of `stage`.
+  virtual void on_segment(int /*pcpu*/, Stage /*stage*/, Tsc /*begin*/, Tsc /*end*/) {}
+  virtual void on_vmexit(int /*vcpu*/, int /*pcpu*/, ExitReason /*reason*/, Tsc /*t*/) {}
+  virtual void on_vmentry(int /*vcpu*/, int /*pcpu*/, Tsc /*t*/) {}
+  // A guest timer deadline (host TSC) that a latency measurement waits for.
+  virtual void on_timer_armed(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/) {}
+  // cyclictest-like sample on a vCPU: the wake-up was measured at `t`.
+  virtual void on_latency_sample(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/, Tsc /*t*/,
+                                 std::int64_t /*latency_ns*/) {}
+  virtual void on_hv_timer_state(int /*vcpu*/, bool /*hv_timer*/, Tsc /*t*/) {}
+  virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
+                            Tsc /*t*/) {}
+};
+
+class Observers {
+ public:
+  void add(ModelObserver* o) { list_.push_back(o); }
+  [[nodiscard]] bool empty() const { return list_.empty(); }
+
+  void segment(int pcpu, Stage s, Tsc b, Tsc e) const {
+    for (auto* o : list_) o->on_segment(pcpu, s, b, e);
+  }
+  void vmexit(int vcpu, int pcpu, ExitReason r, Tsc t) const {
+    for (auto* o : list_) o->on_vmexit(vcpu, pcpu, r, t);
+  }
+  void vmentry(int vcpu, int pcpu, Tsc t) const {
+    for (auto* o : list_) o->on_vmentry(vcpu, pcpu, t);
+  }
+  void timer_armed(int vcpu, int pcpu, Tsc d) const {
+    for (auto* o : list_) o->on_timer_armed(vcpu, pcpu, d);
+  }
+  void latency_sample(int vcpu, int pcpu, Tsc d, Tsc t, std::int64_t ns) const {
+    for (auto* o : list_) o->on_latency_sample(vcpu, pcpu, d, t, ns);
+  }
+  void hv_timer_state(int vcpu, bool on, Tsc t) const {
+    for (auto* o : list_) o->on_hv_timer_state(vcpu, on, t);
+  }
+  void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
+    for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);
+  }
+
+ private:
+  std::vector<ModelObserver*> list_;
+};
+
+}  // namespace kvmsim

@@ -1,0 +1,476 @@
+#include "sim/core/params.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace kvmsim {
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0;
+  std::size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    if (k) out += sep;
+    out += items[k];
+  }
+  return out;
+}
+
+std::string unit_suffix(const ParamDecl& d) { return d.unit.empty() ? "" : " " + d.unit; }
+
+std::string format_number(double v) { return fmt::format("{}", v); }
+
+// Choices or numeric range, followed by `unit` (" ns" or "").
+std::string range_text(const ParamDecl& d, const std::string& unit) {
+  if (!d.choices.empty()) return "one of: " + join(d.choices, ", ");
+  const bool lo = std::isfinite(d.min);
+  const bool hi = std::isfinite(d.max);
+  if (lo && hi) return fmt::format("[{}, {}]{}", format_number(d.min), format_number(d.max), unit);
+  if (lo) return fmt::format(">= {}{}", format_number(d.min), unit);
+  if (hi) return fmt::format("<= {}{}", format_number(d.max), unit);
+  return "";
+}
+
+// "" if v is inside [d.min, d.max], else a phrase saying so with the range and unit.
+std::string range_problem(const ParamDecl& d, double v, std::string_view shown) {
+  if (v >= d.min && v <= d.max) return "";
+  return fmt::format("{} is out of range: must be {}", shown, param_range_text(d));
+}
+
+std::optional<bool> parse_bool(const std::string& t, std::string* problem) {
+  if (t == "true") return true;
+  if (t == "false") return false;
+  *problem = fmt::format("expected true or false, got '{}'", t);
+  return std::nullopt;
+}
+
+// True if t is [+-]digits, or 0x followed by hex digits.
+bool is_int_literal(const std::string& t, bool hex) {
+  const bool sign = !t.empty() && (t[0] == '-' || t[0] == '+');
+  const std::size_t first = hex ? 2 : (sign ? 1 : 0);
+  const auto is_digit = [hex](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return hex ? std::isxdigit(u) != 0 : std::isdigit(u) != 0;
+  };
+  return t.size() > first &&
+         std::all_of(t.begin() + static_cast<std::ptrdiff_t>(first), t.end(), is_digit);
+}
+
+// Decimal integer, optionally signed, or 0x hex.
+std::optional<std::int64_t> parse_int(const std::string& t, std::string* problem) {
+  const bool hex = t.rfind("0x", 0) == 0 || t.rfind("0X", 0) == 0;
+  if (!is_int_literal(t, hex)) {
+    *problem = fmt::format("expected an integer, got '{}'", t);
+    return std::nullopt;
+  }
+  errno = 0;
+  const long long v = std::strtoll(t.c_str(), nullptr, hex ? 16 : 10);
+  if (errno == ERANGE) {
+    *problem = fmt::format("'{}' does not fit in a 64-bit integer", t);
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+std::optional<double> parse_double(const std::string& t, std::string* problem) {
+  char* end = nullptr;
+  const double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
+    *problem = fmt::format("expected a number, got '{}'", t);
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<std::int64_t> parse_ranged_int(const ParamDecl& d, const std::string& t,
+                                             std::string* problem) {
+  auto v = parse_int(t, problem);
+  if (!v) return std::nullopt;
+  *problem = range_problem(d, static_cast<double>(*v), t);
+  if (!problem->empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_ranged_double(const ParamDecl& d, const std::string& t,
+                                          std::string* problem) {
+  auto v = parse_double(t, problem);
+  if (!v) return std::nullopt;
+  *problem = range_problem(d, *v, t);
+  if (!problem->empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> parse_choice(const ParamDecl& d, const std::string& t,
+                                        std::string* problem) {
+  if (d.choices.empty() || std::find(d.choices.begin(), d.choices.end(), t) != d.choices.end())
+    return t;
+  *problem = fmt::format("'{}' is not allowed: must be one of {}", t, join(d.choices, ", "));
+  return std::nullopt;
+}
+
+std::optional<CostDist> parse_dist(const std::string& t, std::string* problem) {
+  std::string why;
+  auto dist = CostDist::parse(t, &why);
+  if (!dist) *problem = fmt::format("bad distribution '{}': {}", t, why);
+  return dist;
+}
+
+// "[2, 3]", "2,3", "[]" or "" (empty list).
+std::optional<std::vector<std::int64_t>> parse_int_list(const ParamDecl& d, const std::string& t,
+                                                        std::string* problem) {
+  std::string body = t;
+  if (!body.empty() && body.front() == '[') {
+    if (body.back() != ']') {
+      *problem = fmt::format("missing ']' in '{}'", t);
+      return std::nullopt;
+    }
+    body = trim(std::string_view(body).substr(1, body.size() - 2));
+  }
+  std::vector<std::int64_t> out;
+  if (body.empty()) return out;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const std::size_t comma = std::min(body.find(',', start), body.size());
+    auto v =
+        parse_ranged_int(d, trim(std::string_view(body).substr(start, comma - start)), problem);
+    if (!v) {
+      *problem = fmt::format("element {}: {}", out.size() + 1, *problem);
+      return std::nullopt;
+    }
+    out.push_back(*v);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0u : 1u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view last_segment(std::string_view key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+bool valid_key(std::string_view key) {
+  if (key.empty() || key.front() == '.' || key.back() == '.') return false;
+  if (key.find("..") != std::string_view::npos) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+  });
+}
+
+template <typename T>
+struct TypeOf;
+template <>
+struct TypeOf<bool> {
+  static constexpr ParamType value = ParamType::Bool;
+};
+template <>
+struct TypeOf<std::int64_t> {
+  static constexpr ParamType value = ParamType::Int;
+};
+template <>
+struct TypeOf<double> {
+  static constexpr ParamType value = ParamType::Double;
+};
+template <>
+struct TypeOf<std::string> {
+  static constexpr ParamType value = ParamType::String;
+};
+template <>
+struct TypeOf<CostDist> {
+  static constexpr ParamType value = ParamType::Dist;
+};
+template <>
+struct TypeOf<std::vector<std::int64_t>> {
+  static constexpr ParamType value = ParamType::IntList;
+};
+
+ParamType type_of(const ParamValue& v) {
+  return std::visit([](const auto& x) { return TypeOf<std::decay_t<decltype(x)>>::value; }, v);
+}
+
+}  // namespace
+
+const char* param_type_name(ParamType t) {
+  switch (t) {
+    case ParamType::Bool:
+      return "bool";
+    case ParamType::Int:
+      return "int";
+    case ParamType::Double:
+      return "double";
+    case ParamType::String:
+      return "string";
+    case ParamType::Dist:
+      return "dist";
+    case ParamType::IntList:
+      return "int-list";
+  }
+  return "?";
+}
+
+std::optional<ParamValue> parse_param_value(const ParamDecl& d, const std::string& text,
+                                            std::string* problem) {
+  const std::string t = trim(text);
+  auto wrap = [](auto v) { return v ? std::optional<ParamValue>(std::move(*v)) : std::nullopt; };
+  switch (d.type) {
+    case ParamType::Bool:
+      return wrap(parse_bool(t, problem));
+    case ParamType::Int:
+      return wrap(parse_ranged_int(d, t, problem));
+    case ParamType::Double:
+      return wrap(parse_ranged_double(d, t, problem));
+    case ParamType::String:
+      return wrap(parse_choice(d, t, problem));
+    case ParamType::Dist:
+      return wrap(parse_dist(t, problem));
+    case ParamType::IntList:
+      return wrap(parse_int_list(d, t, problem));
+  }
+  *problem = "unknown parameter type";
+  return std::nullopt;
+}
+
+std::string param_value_text(const ParamValue& v) {
+  struct Visitor {
+    std::string operator()(bool x) const { return x ? "true" : "false"; }
+    std::string operator()(std::int64_t x) const { return std::to_string(x); }
+    std::string operator()(double x) const { return format_number(x); }
+    std::string operator()(const std::string& x) const { return x; }
+    std::string operator()(const CostDist& x) const { return x.str(); }
+    std::string operator()(const std::vector<std::int64_t>& x) const {
+      return fmt::format("[{}]", fmt::join(x, ", "));
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+std::string param_range_text(const ParamDecl& d) { return range_text(d, unit_suffix(d)); }
+
+// ---------------------------------------------------------------------------
+// ParamRegistry
+
+void ParamRegistry::declare(ParamDecl d) {
+  auto fail = [&](const std::string& why) {
+    throw std::logic_error(fmt::format("declaring parameter '{}': {}", d.key, why));
+  };
+  if (!valid_key(d.key)) fail("keys are dotted names of [A-Za-z0-9_-]");
+  if (index_.count(d.key)) fail("declared twice");
+  if (groups_.count(d.key)) fail("already used as a group of other keys");
+  for (std::size_t dot = d.key.find('.'); dot != std::string::npos; dot = d.key.find('.', dot + 1))
+    if (index_.count(std::string_view(d.key).substr(0, dot)) != 0)
+      fail(fmt::format("'{}' is already a parameter, so it cannot be a group",
+                       d.key.substr(0, dot)));
+  if (!d.choices.empty() && d.type != ParamType::String) fail("choices are only for string params");
+  std::string problem;
+  auto def = parse_param_value(d, d.default_text, &problem);
+  if (!def) fail(fmt::format("bad default '{}': {}", d.default_text, problem));
+
+  for (std::size_t dot = d.key.find('.'); dot != std::string::npos; dot = d.key.find('.', dot + 1))
+    groups_.insert(d.key.substr(0, dot));
+  index_.emplace(d.key, decls_.size());
+  decls_.push_back(std::move(d));
+  defaults_.push_back(std::move(*def));
+}
+
+const ParamDecl* ParamRegistry::find(std::string_view key) const {
+  const std::size_t k = index_of(key);
+  return k == npos ? nullptr : &decls_[k];
+}
+
+std::size_t ParamRegistry::index_of(std::string_view key) const {
+  const auto it = index_.find(key);
+  return it == index_.end() ? npos : it->second;
+}
+
+bool ParamRegistry::is_prefix(std::string_view prefix) const { return groups_.count(prefix) > 0; }
+
+std::vector<std::string> ParamRegistry::suggest(std::string_view key) const {
+  const std::size_t limit = std::max<std::size_t>(1, key.size() / 3);
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  auto consider = [&](const std::string& cand) {
+    const std::size_t dist = edit_distance(key, cand);
+    if (dist <= limit) {
+      scored.emplace_back(dist, cand);
+    } else if (last_segment(key) == last_segment(cand)) {
+      scored.emplace_back(limit + 1, cand);  // right name, wrong group
+    }
+  };
+  for (const auto& d : decls_) consider(d.key);
+  for (const auto& g : groups_) consider(g);
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (const auto& sc : scored)
+    if (out.size() < 3) out.push_back(sc.second);
+  return out;
+}
+
+std::string did_you_mean(const ParamRegistry& reg, std::string_view key) {
+  auto s = reg.suggest(key);
+  if (s.empty()) return "";
+  for (auto& x : s) x.insert(0, "'").append("'");
+  const std::string last = s.back();
+  s.pop_back();
+  return s.empty() ? "; did you mean " + last + "?"
+                   : "; did you mean " + join(s, ", ") + " or " + last + "?";
+}
+
+// ---------------------------------------------------------------------------
+// ParamSet
+
+ParamSet::ParamSet(const ParamRegistry& reg)
+    : reg_(&reg), values_(reg.defaults()), origins_(reg.all().size(), "default") {}
+
+std::size_t ParamSet::slot(std::string_view key) const {
+  const std::size_t k = reg_->index_of(key);
+  if (k == ParamRegistry::npos || k >= values_.size())
+    throw std::logic_error(fmt::format("parameter '{}' is not declared", key));
+  return k;
+}
+
+template <typename T>
+const T& ParamSet::get(std::string_view key, ParamType want) const {
+  const std::size_t k = slot(key);
+  const T* v = std::get_if<T>(&values_[k]);
+  if (!v)
+    throw std::logic_error(fmt::format("parameter '{}' is {}, not {}", key,
+                                       param_type_name(reg_->all()[k].type),
+                                       param_type_name(want)));
+  return *v;
+}
+
+bool ParamSet::b(std::string_view key) const { return get<bool>(key, ParamType::Bool); }
+std::int64_t ParamSet::i(std::string_view key) const {
+  return get<std::int64_t>(key, ParamType::Int);
+}
+const std::string& ParamSet::s(std::string_view key) const {
+  return get<std::string>(key, ParamType::String);
+}
+const CostDist& ParamSet::dist(std::string_view key) const {
+  return get<CostDist>(key, ParamType::Dist);
+}
+const std::vector<std::int64_t>& ParamSet::ints(std::string_view key) const {
+  return get<std::vector<std::int64_t>>(key, ParamType::IntList);
+}
+
+double ParamSet::d(std::string_view key) const {
+  if (const auto* v = std::get_if<std::int64_t>(&values_[slot(key)]))
+    return static_cast<double>(*v);
+  return get<double>(key, ParamType::Double);
+}
+
+std::string ParamSet::origin(std::string_view key) const { return origins_[slot(key)]; }
+
+std::string ParamSet::text(std::string_view key) const {
+  return param_value_text(values_[slot(key)]);
+}
+
+void ParamSet::set_text(std::string_view key, const std::string& text, const std::string& origin) {
+  const ParamDecl* decl = reg_->find(key);
+  if (!decl)
+    throw ScenarioError(
+        fmt::format("{}: unknown key '{}'{}", origin, key, did_you_mean(*reg_, key)));
+  std::string problem;
+  auto v = parse_param_value(*decl, text, &problem);
+  if (!v) throw ScenarioError(fmt::format("{}: key '{}': {}", origin, key, problem));
+  set_value(key, std::move(*v), origin);
+}
+
+void ParamSet::set_value(std::string_view key, ParamValue value, const std::string& origin) {
+  const std::size_t k = slot(key);
+  const ParamDecl& decl = reg_->all()[k];
+  if (type_of(value) != decl.type)
+    throw std::logic_error(fmt::format("parameter '{}' is {}, not {}", key,
+                                       param_type_name(decl.type),
+                                       param_type_name(type_of(value))));
+  // Re-validate through the text form so range and choice checks live in one place.
+  std::string problem;
+  if (!parse_param_value(decl, param_value_text(value), &problem))
+    throw ScenarioError(fmt::format("{}: key '{}': {}", origin, key, problem));
+  values_[k] = std::move(value);
+  origins_[k] = origin;
+}
+
+std::vector<std::string> ParamSet::keys() const {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < values_.size(); ++k) out.push_back(reg_->all()[k].key);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Listings
+
+namespace {
+
+// The unit has its own column, so ranges are shown without it.
+std::vector<std::string> table_row(const ParamDecl& d) {
+  return {d.key, param_type_name(d.type), d.default_text, d.unit, range_text(d, ""), d.doc};
+}
+
+std::string escape_markdown(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_param_table(const ParamRegistry& reg) {
+  std::vector<std::vector<std::string>> rows = {{"KEY", "TYPE", "DEFAULT", "UNIT", "RANGE", "DOC"}};
+  for (const auto& d : reg.all()) rows.push_back(table_row(d));
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t c = 0; c + 1 < r.size(); ++c) line += fmt::format("{:<{}}  ", r[c], width[c]);
+    line += r.back();
+    out += trim(line) + "\n";
+  }
+  return out;
+}
+
+std::string format_param_markdown(const ParamRegistry& reg) {
+  std::string out = "| Key | Type | Default | Unit | Range | Description |\n";
+  out += "|---|---|---|---|---|---|\n";
+  for (const auto& d : reg.all()) {
+    auto code = [](const std::string& s) {
+      return s.empty() ? "" : "`" + escape_markdown(s) + "`";
+    };
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", code(d.key), param_type_name(d.type),
+                       code(d.default_text), escape_markdown(d.unit),
+                       escape_markdown(range_text(d, "")), escape_markdown(d.doc));
+  }
+  return out;
+}
+
+}  // namespace kvmsim

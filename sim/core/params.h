@@ -1,0 +1,130 @@
+// Parameter declarations and values.
+//
+// Every tunable is declared once, as a ParamDecl (key, type, default, unit,
+// range, doc). The scenario loader, `--set` overrides, error messages, the
+// `kvmsim params` listing and docs/parameters.md all read that declaration.
+// A ParamSet holds one value per declared key plus where it came from.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "sim/core/dist.h"
+
+namespace kvmsim {
+
+enum class ParamType { Bool, Int, Double, String, Dist, IntList };
+
+// "bool", "int", "double", "string", "dist", "int-list".
+const char* param_type_name(ParamType t);
+
+struct ParamDecl {
+  std::string key;  // dotted, e.g. "kvm.enable_hv_timer"
+  ParamType type;
+  std::string default_text;  // same syntax as --set values: "true", "600000", "normal(300ns,
+                             // 20ns)", "[2, 3]"
+  std::string unit;          // "ns", "us", "cycles", "kHz", "Hz", "count", "" ...
+  double min =
+      -std::numeric_limits<double>::infinity();  // range for Int/Double and each IntList element
+  double max = std::numeric_limits<double>::infinity();
+  std::vector<std::string> choices;  // for String: allowed values (empty = any string)
+  std::string doc;                   // one sentence
+};
+
+using ParamValue =
+    std::variant<bool, std::int64_t, double, std::string, CostDist, std::vector<std::int64_t>>;
+
+// Parses `text` as a value of d.type and checks range/choices. On failure
+// returns nullopt and sets *problem to a phrase such as
+// "expected an integer, got '1.5'" (no location, no key).
+std::optional<ParamValue> parse_param_value(const ParamDecl& d, const std::string& text,
+                                            std::string* problem);
+// Canonical text of a value (parses back to the same value).
+std::string param_value_text(const ParamValue& v);
+// "[0, 64] count", ">= 0 ns", "one of: a, b", or "" when unconstrained.
+std::string param_range_text(const ParamDecl& d);
+
+class ParamRegistry {
+ public:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // Throws std::logic_error on a duplicate key, a key that clashes with a
+  // group (declaring both "a" and "a.b"), or a default that does not parse.
+  void declare(ParamDecl d);
+  [[nodiscard]] const ParamDecl* find(std::string_view key) const;
+  // Position of `key` in all(), or npos.
+  [[nodiscard]] std::size_t index_of(std::string_view key) const;
+  [[nodiscard]] const std::vector<ParamDecl>& all() const { return decls_; }
+  // True if some key starts with prefix + ".".
+  [[nodiscard]] bool is_prefix(std::string_view prefix) const;
+  // Up to three declared keys or groups close to `key`, best first.
+  [[nodiscard]] std::vector<std::string> suggest(std::string_view key) const;
+  // Default values, parsed, in declaration order.
+  [[nodiscard]] const std::vector<ParamValue>& defaults() const { return defaults_; }
+
+ private:
+  std::vector<ParamDecl> decls_;
+  std::vector<ParamValue> defaults_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+  std::set<std::string, std::less<>> groups_;
+};
+
+// " did you mean 'a' or 'b'?" or "" — ready to append to an "unknown key" message.
+std::string did_you_mean(const ParamRegistry& reg, std::string_view key);
+
+struct ScenarioError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class ParamSet {
+ public:
+  explicit ParamSet(const ParamRegistry& reg);            // all defaults; keeps a pointer to reg
+  explicit ParamSet(const ParamRegistry&& reg) = delete;  // the registry must outlive the set
+
+  // Typed getters. Throw std::logic_error for an undeclared key or the wrong
+  // type (a programming error, not a user error).
+  [[nodiscard]] bool b(std::string_view key) const;
+  [[nodiscard]] std::int64_t i(std::string_view key) const;
+  [[nodiscard]] double d(std::string_view key) const;  // Int params also readable as double
+  [[nodiscard]] const std::string& s(std::string_view key) const;
+  [[nodiscard]] const CostDist& dist(std::string_view key) const;
+  [[nodiscard]] const std::vector<std::int64_t>& ints(std::string_view key) const;
+
+  // "default", "path/file.yaml:12", or "--set".
+  [[nodiscard]] std::string origin(std::string_view key) const;
+  // Canonical text of the current value.
+  [[nodiscard]] std::string text(std::string_view key) const;
+  // Parses and validates; throws ScenarioError "<origin>: key 'k': <problem>"
+  // (or "<origin>: unknown key 'k'...").
+  void set_text(std::string_view key, const std::string& text, const std::string& origin);
+  // Stores an already parsed value. Throws std::logic_error for an undeclared
+  // key or a value of the wrong type, ScenarioError if out of range/choices.
+  void set_value(std::string_view key, ParamValue value, const std::string& origin);
+
+  [[nodiscard]] std::vector<std::string> keys() const;  // declaration order
+  [[nodiscard]] const ParamRegistry& registry() const { return *reg_; }
+
+ private:
+  [[nodiscard]] std::size_t slot(std::string_view key) const;
+  template <typename T>
+  const T& get(std::string_view key, ParamType want) const;
+
+  const ParamRegistry* reg_;
+  std::vector<ParamValue> values_;
+  std::vector<std::string> origins_;
+};
+
+// Aligned text for `kvmsim params`: key, type, default, unit, range/choices, doc.
+std::string format_param_table(const ParamRegistry& reg);
+// Markdown table for docs/parameters.md.
+std::string format_param_markdown(const ParamRegistry& reg);
+
+}  // namespace kvmsim

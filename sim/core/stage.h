@@ -1,0 +1,56 @@
+// The stages a pCPU spends its time in. Every segment the model runs is
+// tagged with one, so observers can say where the microseconds went.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace kvmsim {
+
+enum class Stage : std::uint8_t {
+  // host, vCPU thread (arch/x86/kvm/x86.c, vmx/vmx.c)
+  VmExit,          // hardware exit + vmx_vcpu_run() exit half
+  HandleExit,      // vmx_handle_exit() dispatch + exit handler
+  VcpuEnterGuest,  // vcpu_enter_guest(): requests, injection, IRQs off
+  VmEntry,         // vmx_vcpu_run() entry half + hardware entry
+  WaitLapicExpire, // kvm_wait_lapic_expire() busy-wait
+  // host, interrupts
+  HostIrq,         // host hard IRQ (entry, handlers, irq_exit, softirqs)
+  // host, other
+  HostIdle,        // pCPU idle loop
+  // guest
+  Guest,           // guest code not otherwise classified
+  GuestIdle,       // guest idle loop (idle=poll)
+  GuestIrqEntry,
+  GuestHrtimerInterrupt,
+  GuestIrqExit,
+  GuestContextSwitch,
+  GuestSyscall,
+  GuestUser,
+  Count
+};
+
+inline std::string_view stage_name(Stage s) {
+  switch (s) {
+    case Stage::VmExit: return "vmexit";
+    case Stage::HandleExit: return "handle_exit";
+    case Stage::VcpuEnterGuest: return "vcpu_enter_guest";
+    case Stage::VmEntry: return "vmentry";
+    case Stage::WaitLapicExpire: return "wait_lapic_expire";
+    case Stage::HostIrq: return "host_irq";
+    case Stage::HostIdle: return "host_idle";
+    case Stage::Guest: return "guest";
+    case Stage::GuestIdle: return "guest_idle";
+    case Stage::GuestIrqEntry: return "guest_irq_entry";
+    case Stage::GuestHrtimerInterrupt: return "guest_hrtimer_interrupt";
+    case Stage::GuestIrqExit: return "guest_irq_exit";
+    case Stage::GuestContextSwitch: return "guest_context_switch";
+    case Stage::GuestSyscall: return "guest_syscall";
+    case Stage::GuestUser: return "guest_user";
+    case Stage::Count: break;
+  }
+  return "?";
+}
+inline constexpr int kStageCount = static_cast<int>(Stage::Count);
+
+}  // namespace kvmsim

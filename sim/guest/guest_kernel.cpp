@@ -1,0 +1,180 @@
+#include "sim/guest/guest_kernel.h"
+
+#include <algorithm>
+
+namespace kvmsim {
+
+GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz)
+    : vcpu_(vcpu),
+      costs_(std::move(costs)),
+      guest_tsc_khz_(guest_tsc_khz),
+      rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {}
+
+std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
+  return static_cast<std::uint64_t>(
+      (static_cast<unsigned __int128>(guest_tsc(host_now)) * 1000000u) / guest_tsc_khz_);
+}
+
+std::uint64_t GuestKernel::ns_to_guest_tsc_ceil(std::uint64_t ns) const {
+  const unsigned __int128 p = static_cast<unsigned __int128>(ns) * guest_tsc_khz_;
+  return static_cast<std::uint64_t>((p + 999999u) / 1000000u);
+}
+
+Tsc GuestKernel::guest_cycles_to_host(std::uint64_t guest_cycles) const {
+  if (!vcpu_.tsc().scaled()) return guest_cycles;
+  return vcpu_.tsc().guest_delta_to_host(guest_cycles).value_or(guest_cycles);
+}
+
+void GuestKernel::add_task(GuestTask* t) {
+  runqueue_.push_back(t);
+  need_resched_ = current_ == nullptr;
+}
+
+GuestTask* GuestKernel::pick_next() {
+  if (runqueue_.empty()) return nullptr;
+  GuestTask* t = runqueue_.front();
+  runqueue_.pop_front();
+  return t;
+}
+
+// Order: an interrupt handler in progress, then the step a VM exit cut short,
+// queued kernel work, a pending context switch, and finally the current task
+// (or the idle loop).
+GuestStep GuestKernel::step(Tsc now) {
+  if (in_irq_) {
+    if (has_irq_resume_) {
+      has_irq_resume_ = false;
+      return last_ = irq_resume_;
+    }
+    return last_ = irq_step(now);
+  }
+  if (has_resume_) {
+    has_resume_ = false;
+    return last_ = resume_;
+  }
+  if (!kq_.empty()) {
+    last_ = kq_.front();
+    kq_.pop_front();
+    return last_;
+  }
+  if (need_resched_) {
+    need_resched_ = false;
+    if (current_ && !current_blocked_) runqueue_.push_back(current_);
+    GuestTask* next = pick_next();
+    if (next != current_) {
+      current_ = next;
+      current_blocked_ = false;
+      return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
+    }
+  }
+  if (current_ == nullptr) return last_ = GuestStep::idle();  // idle=poll: spin until interrupted
+  return last_ = current_->run(*this, now);
+}
+
+// A VM exit cut the step in flight short: continue it after the exit (an
+// interrupt delivered on entry runs first).
+void GuestKernel::suspend(Tsc remaining) {
+  if (remaining == 0) return;
+  GuestStep r = last_;
+  if (remaining == kTscNever) {
+    r.kind = GuestStep::Kind::Idle;
+  } else {
+    r.kind = GuestStep::Kind::Run;
+    r.cycles = remaining;
+  }
+  if (in_irq_) {
+    irq_resume_ = r;
+    has_irq_resume_ = true;
+  } else {
+    resume_ = r;
+    has_resume_ = true;
+  }
+}
+
+void GuestKernel::hrtimer_start(GuestHrtimer* t, std::uint64_t expires) {
+  t->expires = expires;
+  if (!t->queued) {
+    timers_.push_back(t);
+    t->queued = true;
+  }
+  program_clockevent();
+}
+
+// tick_program_event(): write the TSC deadline only when the earliest expiry
+// changed (the kernel skips reprogramming a later event).
+void GuestKernel::program_clockevent() {
+  std::uint64_t earliest = 0;
+  for (auto* t : timers_)
+    if (earliest == 0 || t->expires < earliest) earliest = t->expires;
+  if (earliest == 0 || earliest == programmed_) return;
+  programmed_ = earliest;
+  auto& q = in_irq_ ? irq_q_ : kq_;
+  q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
+  q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
+}
+
+void GuestKernel::block_current() {
+  current_blocked_ = true;
+  need_resched_ = true;
+}
+
+void GuestKernel::wake_up(GuestTask* t) {
+  runqueue_.push_back(t);
+  need_resched_ = true;  // an RT task preempts the idle loop / SCHED_OTHER
+}
+
+void GuestKernel::deliver_interrupt(std::uint8_t /*vector*/, Tsc /*now*/) {
+  // The interrupted step (if any) was saved by suspend(); it resumes after
+  // the handler unless a reschedule switches away from it.
+  in_irq_ = true;
+  irq_state_ = Irq::Entry;
+}
+
+// The LAPIC timer interrupt: entry, hrtimer_interrupt() running every expired
+// timer and reprogramming the next one, irq_exit().
+GuestStep GuestKernel::irq_step(Tsc now) {
+  if (!irq_q_.empty()) {
+    GuestStep s = irq_q_.front();
+    irq_q_.pop_front();
+    return s;
+  }
+  switch (irq_state_) {
+    case Irq::Entry:
+      irq_state_ = Irq::Handler;
+      return GuestStep::run(Stage::GuestIrqEntry, costs_.irq_entry(rng_));
+    case Irq::Handler: {
+      irq_state_ = Irq::Exit;
+      Tsc cost = costs_.hrtimer_interrupt(rng_);
+      const std::uint64_t gnow = guest_tsc(now);
+      programmed_ = 0;  // the deadline fired: the clockevent is unarmed
+      for (;;) {
+        auto it = std::min_element(timers_.begin(), timers_.end(),
+                                   [](auto* a, auto* b) { return a->expires < b->expires; });
+        if (it == timers_.end() || (*it)->expires > gnow) break;
+        GuestHrtimer* t = *it;
+        timers_.erase(it);
+        t->queued = false;
+        cost += t->fn(*this, now);
+      }
+      program_clockevent();  // queues WRMSR steps on irq_q_ if a timer is left
+      return GuestStep::run(Stage::GuestHrtimerInterrupt, cost);
+    }
+    case Irq::Exit:
+      irq_state_ = Irq::None;
+      return GuestStep::run(Stage::GuestIrqExit, costs_.irq_exit(rng_));
+    case Irq::None:
+      break;
+  }
+  // Handler done. A reschedule preempts the idle loop (its endless resume is
+  // dropped); a task's interrupted step finishes first (no kernel preemption
+  // inside a step).
+  in_irq_ = false;
+  if (need_resched_ && has_resume_ && resume_.kind == GuestStep::Kind::Idle) has_resume_ = false;
+  if (vcpu_.lapic().timer_irr()) {  // another vector became pending meanwhile
+    vcpu_.lapic().ack_timer_irr();
+    deliver_interrupt(LOCAL_TIMER_VECTOR, now);
+  }
+  return step(now);
+}
+
+}  // namespace kvmsim

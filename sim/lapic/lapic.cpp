@@ -1,0 +1,143 @@
+#include "sim/lapic/lapic.h"
+
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+
+KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
+    : HostHrtimer("apic_timer_fn"), vcpu_(vcpu), cfg_(cfg), costs_(std::move(costs)) {}
+
+// kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.
+Tsc KvmLapic::set_tscdeadline_msr(std::uint64_t data, Tsc now) {
+  Tsc cost = 0;
+  if (queued()) {
+    vcpu_.pcpu().hrtimers().cancel(this);
+    cost += costs_.cancel_hrtimer(vcpu_.rng());
+  }
+  tscdeadline_ = data;
+  return cost + start_apic_timer(now);
+}
+
+// start_apic_timer() -> __start_apic_timer(): a new deadline clears pending.
+Tsc KvmLapic::start_apic_timer(Tsc now) {
+  pending_ = 0;
+  return restart_apic_timer(now);
+}
+
+// restart_apic_timer(): prefer the VMX preemption timer, else the hrtimer.
+Tsc KvmLapic::restart_apic_timer(Tsc now) {
+  if (pending_) return 0;  // one-shot already fired, nothing to arm
+  Tsc cost = 0;
+  if (!start_hv_timer(now, &cost)) cost += start_sw_timer(now);
+  return cost;
+}
+
+bool KvmLapic::start_hv_timer(Tsc now, Tsc* cost) {
+  if (!cfg_.hv_timer_available || !tscdeadline_) return false;
+  *cost += costs_.start_hv_timer(vcpu_.rng());
+  bool expired = false;
+  if (!vcpu_.set_hv_timer(tscdeadline_, now, &expired)) return false;  // -ERANGE
+  hv_timer_in_use_ = true;
+  if (queued()) {
+    vcpu_.pcpu().hrtimers().cancel(this);
+    *cost += costs_.cancel_hrtimer(vcpu_.rng());
+  }
+  if (pending_) {
+    cancel_hv_timer();
+  } else if (expired) {
+    *cost += apic_timer_expired(false, now);
+    cancel_hv_timer();
+  }
+  vcpu_.ctx().obs.hv_timer_state(vcpu_.id(), hv_timer_in_use_, now);
+  return true;
+}
+
+void KvmLapic::cancel_hv_timer() {
+  vcpu_.cancel_hv_timer();
+  hv_timer_in_use_ = false;
+}
+
+// start_sw_timer(): the hrtimer back end.
+Tsc KvmLapic::start_sw_timer(Tsc now) {
+  if (hv_timer_in_use_) cancel_hv_timer();
+  if (pending_) return 0;
+  const Tsc cost = start_sw_tscdeadline(now);
+  vcpu_.ctx().obs.hv_timer_state(vcpu_.id(), false, now);
+  return cost;
+}
+
+// start_sw_tscdeadline(): convert the guest-TSC deadline to host ns and arm a
+// host hrtimer, early by the advance; already due -> expire at once.
+Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
+  if (!tscdeadline_) return 0;
+  const TscClock& host = vcpu_.ctx().clock;
+  const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
+  // virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
+  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(host.tsc_khz);
+  const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
+  const std::uint64_t ns = static_cast<std::uint64_t>(
+      (static_cast<unsigned __int128>(delta) * 1000000u) / virtual_tsc_khz);
+  const auto advance = static_cast<std::uint64_t>(cfg_.timer_advance_ns);
+  Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
+  if (tscdeadline_ > guest_tsc && ns > advance) {
+    // expire = ktime_get() + ns - advance, on the host clock (host TSC ns).
+    const std::uint64_t now_ns = host.cycles_to_ns(now);
+    const Tsc expire = host.ns_to_cycles(now_ns + ns - advance);
+    vcpu_.pcpu().hrtimers().start(this, expire);
+  } else {
+    cost += apic_timer_expired(false, now);
+  }
+  return cost;
+}
+
+// apic_timer_fn(): the host hrtimer fired (host hard-IRQ context).
+Tsc KvmLapic::fn(Pcpu& /*cpu*/, Tsc now) {
+  return costs_.apic_timer_fn(vcpu_.rng()) + apic_timer_expired(true, now);
+}
+
+// apic_timer_expired(): coalesce, remember the deadline for the advance
+// busy-wait, then either inject right away (exit path with APICv) or mark
+// pending, request an unblock and kick the vCPU (from the hrtimer).
+Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
+  if (pending_) return 0;
+  expired_tscdeadline_ = tscdeadline_;
+  if (!from_timer_fn && cfg_.apicv) return local_deliver_timer(now);
+  ++pending_;
+  if (from_timer_fn) vcpu_.kick(now);
+  return 0;
+}
+
+// kvm_apic_local_deliver(LVTT): the vector lands in the (v)IRR; a TSC-deadline
+// timer is one-shot, so the deadline is consumed.
+Tsc KvmLapic::local_deliver_timer(Tsc /*now*/) {
+  irr_timer_ = true;
+  tscdeadline_ = 0;
+  pending_ = 0;
+  return costs_.inject_timer_irq(vcpu_.rng());
+}
+
+Tsc KvmLapic::inject_pending_timer_irqs(Tsc now) {
+  if (!pending_) return 0;
+  return local_deliver_timer(now);
+}
+
+// kvm_lapic_expired_hv_timer().
+Tsc KvmLapic::expired_hv_timer(Tsc now) {
+  if (!hv_timer_in_use_) return 0;  // spurious / soft-disabled
+  Tsc cost = costs_.expired_hv_timer(vcpu_.rng());
+  cost += apic_timer_expired(false, now);
+  cancel_hv_timer();
+  return cost;
+}
+
+// kvm_lapic_switch_to_sw_timer(): before blocking, the deadline moves to an
+// hrtimer because the preemption timer cannot fire while the thread sleeps.
+Tsc KvmLapic::switch_to_sw_timer(Tsc now) {
+  if (!hv_timer_in_use_) return 0;
+  return start_sw_timer(now);
+}
+
+// kvm_lapic_switch_to_hv_timer() = restart_apic_timer().
+Tsc KvmLapic::switch_to_hv_timer(Tsc now) { return restart_apic_timer(now); }
+
+}  // namespace kvmsim

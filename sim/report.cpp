@@ -1,0 +1,78 @@
+#include "sim/report.h"
+
+#include <nlohmann/json.hpp>
+#include <fmt/format.h>
+
+namespace kvmsim {
+
+std::string summary_json(const RunResult& r, const ParamSet& p, const std::string& scenario) {
+  nlohmann::ordered_json j;
+  j["scenario"] = scenario;
+  j["metrics"] = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.metrics) j["metrics"][k] = v;
+  j["params"] = nlohmann::ordered_json::object();
+  for (const auto& k : p.keys()) j["params"][k] = p.text(k);
+  return j.dump(2) + "\n";
+}
+
+std::string exit_table(const RunResult& r) {
+  double total_ns = 0;
+  std::uint64_t total = 0;
+  for (const auto& e : r.exits) {
+    total_ns += e.total_ns;
+    total += e.count;
+  }
+  std::string s = fmt::format("{:>20} {:>10} {:>9} {:>9} {:>11} {:>11} {:>11}\n", "VM-EXIT",
+                              "Samples", "Samples%", "Time%", "Min Time", "Max Time", "Avg time");
+  for (const auto& e : r.exits) {
+    s += fmt::format("{:>20} {:>10} {:>8.2f}% {:>8.2f}% {:>9.2f}us {:>9.2f}us {:>9.2f}us\n",
+                     e.reason, e.count, 100.0 * static_cast<double>(e.count) / static_cast<double>(total),
+                     total_ns > 0 ? 100.0 * e.total_ns / total_ns : 0.0, e.min_ns / 1e3,
+                     e.max_ns / 1e3, e.total_ns / static_cast<double>(e.count) / 1e3);
+  }
+  s += fmt::format("\nTotal Samples:{}, Total events handled time:{:.2f}us.\n", total,
+                   total_ns / 1e3);
+  return s;
+}
+
+std::string summary_text(const RunResult& r, const ParamSet& p, const std::string& scenario) {
+  const auto& m = r.metrics;
+  auto get = [&](const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  std::string s = fmt::format("kvmsim: {} on {} (hv timer {}, seed {})\n", scenario,
+                              p.s("platform.name"), p.b("kvm.enable_hv_timer") ? "on" : "off",
+                              p.i("sim.seed"));
+  s += fmt::format("  simulated {:.3f} s in {:.2f} s wall, {:.0f} events ({:.1f} M events/s)\n",
+                   get("sim.simulated_s"), get("sim.wall_s"), get("sim.events"),
+                   get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
+  if (r.histogram) {
+    s += fmt::format(
+        "\ncyclictest: {:.0f} loops  min {:.0f} us  avg {:.2f} us  p50 {:.0f} us  p99 {:.0f} us  "
+        "max {:.0f} us  overflows {:.0f}\n",
+        get("cyclictest.loops"), get("cyclictest.min_us"), get("cyclictest.avg_us"),
+        get("cyclictest.p50_us"), get("cyclictest.p99_us"), get("cyclictest.max_us"),
+        get("cyclictest.overflows"));
+    // A compact view of the non-empty buckets.
+    const auto& h = *r.histogram;
+    std::uint64_t peak = 1;
+    for (std::size_t b = 0; b < h.buckets(); ++b) peak = std::max(peak, h.count(b));
+    for (std::size_t b = 0; b < h.buckets(); ++b) {
+      if (!h.count(b)) continue;
+      const auto bar = static_cast<std::size_t>(50.0 * static_cast<double>(h.count(b)) /
+                                                static_cast<double>(peak));
+      s += fmt::format("  {:>4} us {:>9}  {}\n", b, h.count(b), std::string(bar ? bar : 1, '#'));
+    }
+  }
+  if (!r.breakdown.empty()) {
+    s += "\nwhere the latency goes (mean per wake-up, from the timer deadline):\n";
+    for (const auto& st : r.breakdown)
+      s += fmt::format("  {:<26} {:>8.0f} ns\n", st.stage, st.mean_ns);
+    s += fmt::format("  {:<26} {:>8.0f} ns\n", "total", get("breakdown.total.avg_ns"));
+  }
+  s += "\n" + exit_table(r);
+  return s;
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,70 @@
+// Host hrtimers on one pCPU (kernel/time/hrtimer.c, per-CPU hrtimer_cpu_base)
+// and the clockevent that fires for the earliest of them. Callbacks run in
+// hard-IRQ context from hrtimer_interrupt(); each returns what it cost.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace kvmsim {
+
+class Pcpu;
+
+class HostHrtimer {
+ public:
+  explicit HostHrtimer(std::string name) : name_(std::move(name)) {}
+  virtual ~HostHrtimer() = default;
+  // The timer function; returns its cost in cycles. May re-arm itself.
+  virtual Tsc fn(Pcpu& cpu, Tsc now) = 0;
+
+  [[nodiscard]] Tsc expires() const { return expires_; }
+  [[nodiscard]] bool queued() const { return expires_ != kTscNever; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+ private:
+  friend class HostHrtimerBase;
+  std::string name_;
+  Tsc expires_ = kTscNever;
+};
+
+class HostHrtimerBase {
+ public:
+  // hrtimer_start(HRTIMER_MODE_ABS_PINNED).
+  void start(HostHrtimer* t, Tsc expires) {
+    if (!t->queued()) timers_.push_back(t);
+    t->expires_ = expires;
+  }
+  // hrtimer_cancel().
+  void cancel(HostHrtimer* t) {
+    if (!t->queued()) return;
+    t->expires_ = kTscNever;
+    timers_.erase(std::remove(timers_.begin(), timers_.end(), t), timers_.end());
+  }
+  // Where the clockevent device (host LAPIC in TSC-deadline mode) is armed.
+  [[nodiscard]] Tsc next_expiry() const {
+    Tsc m = kTscNever;
+    for (const auto* t : timers_) m = std::min(m, t->expires_);
+    return m;
+  }
+  // __hrtimer_run_queues(): run every expired timer, earliest first.
+  Tsc run_expired(Pcpu& cpu, Tsc now) {
+    Tsc cost = 0;
+    for (;;) {
+      HostHrtimer* first = nullptr;
+      for (auto* t : timers_)
+        if (t->expires_ <= now && (!first || t->expires_ < first->expires_)) first = t;
+      if (!first) break;
+      cancel(first);
+      cost += first->fn(cpu, now);
+    }
+    return cost;
+  }
+
+ private:
+  std::vector<HostHrtimer*> timers_;
+};
+
+}  // namespace kvmsim

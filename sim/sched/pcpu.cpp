@@ -1,0 +1,155 @@
+#include "sim/sched/pcpu.h"
+
+#include <algorithm>
+
+namespace kvmsim {
+
+namespace {
+// Poisson arrivals: next arrival after `now` for a rate in Hz.
+Tsc next_arrival(Rng& rng, const TscClock& clk, double rate_hz, Tsc now) {
+  if (rate_hz <= 0) return kTscNever;
+  const double mean_cycles = static_cast<double>(clk.tsc_khz) * 1e3 / rate_hz;
+  return now + 1 + static_cast<Tsc>(rng.exponential(mean_cycles));
+}
+}  // namespace
+
+Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs)
+    : sc_module(name),
+      id_(id),
+      ctx_(ctx),
+      costs_(std::move(costs)),
+      rng_(ctx.stream(std::string(name) + ".costs")),
+      noise_rng_(ctx.stream(std::string(name) + ".noise")),
+      softirq_rng_(ctx.stream(std::string(name) + ".softirq")) {
+  noise_next_ = next_arrival(noise_rng_, ctx.clock, costs_.noise_irq_rate_hz, 0);
+  softirq_next_ = next_arrival(softirq_rng_, ctx.clock, costs_.softirq_rate_hz, 0);
+  SC_METHOD(dispatch);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void Pcpu::set_thread(HostThread* t) {
+  thread_ = t;
+  seg_begin_ = now_tsc();
+  seg_end_ = now_tsc();  // run the thread at once
+  seg_stage_ = Stage::HostIdle;
+  seg_kind_ = SegKind::HostIrqOn;
+  reschedule();
+}
+
+void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
+  seg_stage_ = stage;
+  seg_kind_ = kind;
+  seg_begin_ = now_tsc();
+  seg_end_ = end;
+}
+
+void Pcpu::reschedule() {
+  if (in_dispatch_) return;  // dispatch() re-arms on its way out
+  Tsc next = std::min(seg_end_, noise_next_);
+  if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
+  if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
+  if (next == scheduled_) return;
+  wake_.cancel();
+  scheduled_ = next;
+  if (next == kTscNever) return;
+  const Tsc now = now_tsc();
+  wake_.notify(cycles(next > now ? next - now : 0));
+}
+
+void Pcpu::poll_sources(Tsc now) {
+  if (hrtimers_.next_expiry() <= now) pending_timer_ = true;
+  while (noise_next_ <= now) {
+    ++pending_noise_;
+    // Arrival times come from their own stream, so they do not depend on
+    // what the model did in between (paired runs see the same noise).
+    noise_next_ = next_arrival(noise_rng_, ctx_.clock, costs_.noise_irq_rate_hz, noise_next_);
+  }
+}
+
+void Pcpu::end_segment(Tsc now) {
+  if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
+}
+
+Tsc Pcpu::irq_exit(Tsc now) {
+  // irq_exit() -> invoke_softirq(): run deferred work raised since the last run.
+  Tsc cost = costs_.irq_exit(rng_);
+  while (softirq_next_ <= now) {
+    softirq_backlog_ += costs_.softirq_duration(rng_);
+    softirq_next_ = next_arrival(softirq_rng_, ctx_.clock, costs_.softirq_rate_hz, softirq_next_);
+  }
+  if (softirq_backlog_) {
+    ++stats_.softirq_runs;
+    stats_.softirq_cycles += softirq_backlog_;
+    cost += softirq_backlog_;
+    softirq_backlog_ = 0;
+  }
+  return cost;
+}
+
+Tsc Pcpu::take_pending_irqs(Tsc now) {
+  poll_sources(now);
+  Tsc cost = 0;
+  while (pending_noise_) {
+    --pending_noise_;
+    ++stats_.noise_irqs;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.noise_irq_duration(rng_) + irq_exit(now);
+  }
+  if (pending_timer_) {
+    pending_timer_ = false;
+    ++stats_.timer_irqs;
+    ++stats_.irqs;
+    // local_apic_timer_interrupt() -> hrtimer_interrupt()
+    cost += costs_.irq_entry(rng_) + costs_.hrtimer_interrupt(rng_);
+    cost += hrtimers_.run_expired(*this, now);
+    cost += irq_exit(now);
+  }
+  stats_.irq_cycles += cost;
+  return cost;
+}
+
+void Pcpu::dispatch() {
+  in_dispatch_ = true;
+  ++ctx_.events;
+  const Tsc now = now_tsc();
+  scheduled_ = kTscNever;
+  poll_sources(now);
+
+  if (seg_kind_ == SegKind::Guest && vmx_timer_ <= now && seg_end_ > now) {
+    // Preemption timer reached zero in non-root mode.
+    end_segment(now);
+    vmx_timer_ = kTscNever;
+    thread_->preemption_timer_expired(*this, now);
+  } else if (irq_pending() && seg_end_ > now) {
+    if (seg_kind_ == SegKind::Guest) {
+      end_segment(now);
+      vmx_timer_ = kTscNever;
+      thread_->guest_interrupted(*this, now);
+    } else if (seg_kind_ == SegKind::HostIrqOn && !in_nested_irq_) {
+      end_segment(now);
+      in_nested_irq_ = true;
+      saved_stage_ = seg_stage_;
+      saved_kind_ = seg_kind_;
+      saved_remaining_ = seg_end_ == kTscNever ? kTscNever : seg_end_ - now;
+      run_until(Stage::HostIrq, SegKind::HostIrqOff, now + take_pending_irqs(now));
+    }
+    // HostIrqOff: stays pending until the thread enables interrupts.
+  } else if (seg_end_ <= now) {
+    end_segment(now);
+    if (in_nested_irq_) {
+      in_nested_irq_ = false;
+      const Tsc end = saved_remaining_ == kTscNever ? kTscNever : now + saved_remaining_;
+      run_until(saved_stage_, saved_kind_, end);
+      seg_begin_ = now;
+    } else if (thread_) {
+      thread_->run(*this, now);
+    } else {
+      run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+    }
+  }
+  in_dispatch_ = false;
+  reschedule();
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,147 @@
+// A physical CPU. It runs one host thread at a time as a sequence of
+// segments (each tagged with a Stage and a cost in cycles) and takes host
+// interrupts: from the local clockevent (host hrtimers), from device/IPI
+// noise, and (while a vCPU is in non-root mode) the VMX preemption timer.
+//
+// Everything that happens on the pCPU is driven by one SC_METHOD and one
+// timed sc_event, re-armed for the earliest of: end of the current segment,
+// clockevent expiry, next noise interrupt, preemption-timer zero.
+//
+// How an interrupt is taken depends on the segment's kind:
+//   Guest      -> the vCPU takes a VM exit (EXTERNAL_INTERRUPT), the thread
+//                 runs the handler itself (vmx_handle_external_intr);
+//   HostIrqOn  -> the handler nests: the segment is suspended and resumed;
+//   HostIrqOff -> the interrupt stays pending until the thread re-enables
+//                 interrupts (take_pending_irqs()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <systemc>
+
+#include "sim/core/context.h"
+#include "sim/core/dist.h"
+#include "sim/core/stage.h"
+#include "sim/sched/host_hrtimer.h"
+
+namespace kvmsim {
+
+class Pcpu;
+
+enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest };
+
+// A host task (vCPU thread, kthread, idle).
+class HostThread {
+ public:
+  HostThread(std::string comm, int pid) : comm_(std::move(comm)), pid_(pid) {}
+  virtual ~HostThread() = default;
+  // The current segment ended (or the thread was just switched in): start the
+  // next one with cpu.run_for()/run_until().
+  virtual void run(Pcpu& cpu, Tsc now) = 0;
+  // A host interrupt arrived while a Guest segment ran: take a VM exit.
+  virtual void guest_interrupted(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // The VMX preemption timer loaded by this thread reached zero.
+  virtual void preemption_timer_expired(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  [[nodiscard]] const std::string& comm() const { return comm_; }
+  [[nodiscard]] int pid() const { return pid_; }
+
+ private:
+  std::string comm_;
+  int pid_;
+};
+
+// Host interrupt costs and noise of one pCPU (from the platform file).
+struct PcpuCosts {
+  Sampler irq_entry;          // cost.host.irq_entry
+  Sampler irq_exit;           // cost.host.irq_exit
+  Sampler hrtimer_interrupt;  // cost.host.hrtimer_interrupt (incl. clockevent reprogram)
+  // Host noise: device interrupts / IPIs that land on this pCPU.
+  double noise_irq_rate_hz = 0;
+  Sampler noise_irq_duration;
+  // Deferred work (softirqs, irq_work) raised at random and run at the next
+  // irq_exit on this pCPU.
+  double softirq_rate_hz = 0;
+  Sampler softirq_duration;
+};
+
+struct PcpuStats {
+  std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
+  Tsc irq_cycles = 0, softirq_cycles = 0;
+};
+
+class Pcpu : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Pcpu);
+  Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs);
+
+  [[nodiscard]] int id() const { return id_; }
+  SimContext& ctx() { return ctx_; }
+  Rng& rng() { return rng_; }
+
+  // The one thread this pCPU runs (vCPU threads are pinned to isolated pCPUs;
+  // the fair scheduler for shared pCPUs builds on the same interface).
+  void set_thread(HostThread* t);
+  [[nodiscard]] HostThread* current() const { return thread_; }
+
+  // Segments, called by the current thread from run().
+  void run_for(Stage stage, SegKind kind, Tsc cycles) { run_until(stage, kind, now_tsc() + cycles); }
+  void run_until(Stage stage, SegKind kind, Tsc end);
+  [[nodiscard]] Tsc segment_end() const { return seg_end_; }
+  [[nodiscard]] SegKind segment_kind() const { return seg_kind_; }
+
+  // The VMX preemption timer while the current Guest segment runs.
+  void arm_vmx_preemption_timer(Tsc fire) { vmx_timer_ = fire; }
+  void disarm_vmx_preemption_timer() { vmx_timer_ = kTscNever; }
+
+  HostHrtimerBase& hrtimers() { return hrtimers_; }
+  // After changing hrtimers or raising IRQs from outside dispatch().
+  void reschedule();
+
+  // Interrupt state.
+  [[nodiscard]] bool irq_pending() const { return pending_timer_ || pending_noise_ != 0; }
+  // Runs every pending host interrupt now (irq entry, handlers, irq_exit with
+  // softirqs) and returns the cycles that took; handlers' effects apply now.
+  Tsc take_pending_irqs(Tsc now);
+
+  [[nodiscard]] const PcpuStats& stats() const { return stats_; }
+
+ private:
+  void dispatch();
+  void poll_sources(Tsc now);
+  Tsc irq_exit(Tsc now);
+  void end_segment(Tsc now);
+
+  int id_;
+  SimContext& ctx_;
+  PcpuCosts costs_;
+  Rng rng_;
+  Rng noise_rng_;    // arrival times only: identical across paired runs
+  Rng softirq_rng_;
+  HostThread* thread_ = nullptr;
+  HostHrtimerBase hrtimers_;
+  sc_core::sc_event wake_;
+  Tsc scheduled_ = kTscNever;
+  bool in_dispatch_ = false;
+
+  Stage seg_stage_ = Stage::HostIdle;
+  SegKind seg_kind_ = SegKind::HostIrqOn;
+  Tsc seg_begin_ = 0;
+  Tsc seg_end_ = kTscNever;
+  Tsc vmx_timer_ = kTscNever;
+
+  // A nested host IRQ over a HostIrqOn segment.
+  bool in_nested_irq_ = false;
+  Stage saved_stage_ = Stage::HostIdle;
+  SegKind saved_kind_ = SegKind::HostIrqOn;
+  Tsc saved_remaining_ = 0;
+
+  bool pending_timer_ = false;
+  std::uint32_t pending_noise_ = 0;
+  Tsc noise_next_ = kTscNever;
+  Tsc softirq_next_ = kTscNever;
+  Tsc softirq_backlog_ = 0;
+  PcpuStats stats_;
+};
+
+}  // namespace kvmsim

@@ -1,0 +1,271 @@
+#include "sim/system.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <systemc>
+
+#include "sim/core/breakdown.h"
+#include "sim/core/context.h"
+#include "sim/core/exit_stats.h"
+#include "sim/guest/cyclictest.h"
+#include "sim/guest/guest_kernel.h"
+#include "sim/sched/pcpu.h"
+#include "sim/sched/topology.h"
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+namespace {
+
+// The residual host tick on an isolated pCPU (tick_sched_timer).
+class HostTick : public HostHrtimer {
+ public:
+  HostTick(Tsc period, Sampler cost) : HostHrtimer("tick_sched_timer"), period_(period), cost_(std::move(cost)) {}
+  Tsc fn(Pcpu& cpu, Tsc now) override {
+    cpu.hrtimers().start(this, now - (now % period_) + period_);
+    return cost_(cpu.rng());
+  }
+
+ private:
+  Tsc period_;
+  Sampler cost_;
+};
+
+// Prints "cyclictest 123000/600000 loops" on a terminal now and then.
+class Progress : public ModelObserver {
+ public:
+  explicit Progress(std::uint64_t total) : total_(total), step_(total / 100 ? total / 100 : 1) {}
+  void on_latency_sample(int, int, Tsc, Tsc, std::int64_t) override {
+    if (++n_ % step_ == 0 || n_ == total_)
+      std::fprintf(stderr, "\r[kvmsim] cyclictest %llu/%llu loops (%3llu%%)",
+                   static_cast<unsigned long long>(n_), static_cast<unsigned long long>(total_),
+                   static_cast<unsigned long long>(n_ * 100 / total_));
+  }
+  ~Progress() override { std::fprintf(stderr, "\n"); }
+
+ private:
+  std::uint64_t total_, step_, n_ = 0;
+};
+
+struct Model {
+  SimContext ctx;
+  std::unique_ptr<Topology> topo;
+  std::vector<std::unique_ptr<Pcpu>> pcpus;
+  std::vector<std::unique_ptr<Vcpu>> vcpus;
+  std::vector<std::unique_ptr<GuestKernel>> guests;
+  std::vector<std::unique_ptr<HostTick>> ticks;
+  std::unique_ptr<Cyclictest> cyclictest;
+  ExitStats exit_stats;
+  LatencyBreakdown breakdown;
+  std::unique_ptr<Progress> progress;
+};
+
+Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
+
+[[noreturn]] void config_error(const std::string& msg) { throw ScenarioError(msg); }
+
+}  // namespace
+
+RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);  // 1 unit = 1 host TSC cycle
+  auto m = std::make_unique<Model>();
+  SimContext& ctx = m->ctx;
+  ctx.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
+  ctx.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
+  const TscClock& clk = ctx.clock;
+  ctx.obs.add(&m->exit_stats);
+  ctx.obs.add(&m->breakdown);
+
+  // Host topology and the pCPUs the VMs are pinned to.
+  m->topo = std::make_unique<Topology>(static_cast<int>(p.i("platform.sockets")),
+                                       static_cast<int>(p.i("platform.cores_per_socket")),
+                                       static_cast<int>(p.i("platform.threads_per_core")));
+  const int vms = static_cast<int>(p.i("vm.count"));
+  const int vcpus_per_vm = static_cast<int>(p.i("vm.vcpus"));
+  std::vector<std::int64_t> pin = p.ints("vm.pinning");
+  const auto& isol = p.ints("host.isolcpus");
+  if (pin.empty()) pin = isol;
+  if (static_cast<int>(pin.size()) < vms * vcpus_per_vm)
+    config_error(fmt::format("{}: key 'vm.pinning': {} vCPUs need a pCPU each, only {} given "
+                             "(vm.pinning or host.isolcpus); shared pCPUs need the host scheduler, "
+                             "not modelled yet",
+                             p.origin("vm.pinning"), vms * vcpus_per_vm, pin.size()));
+  for (int i = 0; i < vms * vcpus_per_vm; ++i) {
+    const auto c = pin[static_cast<std::size_t>(i)];
+    if (c >= m->topo->cpus())
+      config_error(fmt::format("{}: key 'vm.pinning': pCPU {} does not exist ({} pCPUs)",
+                               p.origin("vm.pinning"), c, m->topo->cpus()));
+    for (int j = 0; j < i; ++j)
+      if (pin[static_cast<std::size_t>(j)] == c)
+        config_error(fmt::format("{}: key 'vm.pinning': pCPU {} given to two vCPUs; shared pCPUs "
+                                 "need the host scheduler, not modelled yet",
+                                 p.origin("vm.pinning"), c));
+  }
+
+  PcpuCosts pc;
+  pc.irq_entry = S(p, clk, "cost.host.irq_entry");
+  pc.irq_exit = S(p, clk, "cost.host.irq_exit");
+  pc.hrtimer_interrupt = S(p, clk, "cost.host.hrtimer_interrupt");
+  pc.noise_irq_rate_hz = p.d("noise.irq.rate_hz");
+  pc.noise_irq_duration = S(p, clk, "noise.irq.duration");
+  pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
+  pc.softirq_duration = S(p, clk, "noise.softirq.duration");
+
+  VcpuCosts vc;
+  vc.vmexit = S(p, clk, "cost.vmexit");
+  vc.vmentry = S(p, clk, "cost.vmentry");
+  vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
+  vc.handle_exit = S(p, clk, "cost.handle_exit");
+  vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
+  vc.handle_preemption_timer = S(p, clk, "cost.handle_preemption_timer");
+  vc.handle_external_interrupt = S(p, clk, "cost.handle_external_interrupt");
+
+  LapicCosts lc;
+  lc.start_hv_timer = S(p, clk, "cost.lapic.start_hv_timer");
+  lc.start_sw_tscdeadline = S(p, clk, "cost.lapic.start_sw_tscdeadline");
+  lc.cancel_hrtimer = S(p, clk, "cost.lapic.cancel_hrtimer");
+  lc.apic_timer_fn = S(p, clk, "cost.lapic.apic_timer_fn");
+  lc.inject_timer_irq = S(p, clk, "cost.lapic.inject_timer_irq");
+  lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
+
+  GuestCosts gc;
+  gc.irq_entry = S(p, clk, "cost.guest.irq_entry");
+  gc.hrtimer_interrupt = S(p, clk, "cost.guest.hrtimer_interrupt");
+  gc.hrtimer_wakeup = S(p, clk, "cost.guest.hrtimer_wakeup");
+  gc.clockevent_program = S(p, clk, "cost.guest.clockevent_program");
+  gc.irq_exit = S(p, clk, "cost.guest.irq_exit");
+  gc.context_switch = S(p, clk, "cost.guest.context_switch");
+
+  VmxConfig vmx;
+  vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
+  LapicConfig lcfg;
+  lcfg.hv_timer_available = p.b("kvm.enable_hv_timer") &&
+                            vmx_preemption_timer_usable(clk.tsc_khz, vmx.preemption_timer_rate);
+  lcfg.apicv = p.b("platform.apicv");
+  lcfg.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");
+  lcfg.hv_timer_advance = p.b("kvm.hv_timer_advance");
+
+  TscScaling tsc;
+  const auto guest_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
+  tsc.ratio = guest_khz == clk.tsc_khz ? TscScaling::kDefaultRatio
+                                       : TscScaling::ratio_for(guest_khz, clk.tsc_khz);
+  tsc.offset = p.i("vm.tsc_offset");
+
+  const auto tick_hz = p.i("host.tick_hz");
+  const Sampler tick_cost = S(p, clk, "cost.host.tick");
+
+  // Workload: cyclictest on one vCPU of VM 0.
+  const auto ct_vcpu = p.i("cyclictest.vcpu");
+  if (ct_vcpu >= vcpus_per_vm)
+    config_error(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
+                             p.origin("cyclictest.vcpu"), ct_vcpu, vcpus_per_vm));
+  CyclictestConfig cc;
+  cc.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
+  cc.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
+  cc.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
+  CyclictestCosts ctc{S(p, clk, "cost.cyclictest.nanosleep_enter"),
+                      S(p, clk, "cost.cyclictest.nanosleep_return")};
+  m->cyclictest = std::make_unique<Cyclictest>(cc, ctc, [] { sc_core::sc_stop(); });
+  if (opts.progress && isatty(STDERR_FILENO)) {
+    m->progress = std::make_unique<Progress>(cc.loops);
+    ctx.obs.add(m->progress.get());
+  }
+
+  for (int vm = 0; vm < vms; ++vm) {
+    for (int v = 0; v < vcpus_per_vm; ++v) {
+      const int idx = vm * vcpus_per_vm + v;
+      const int cpu = static_cast<int>(pin[static_cast<std::size_t>(idx)]);
+      auto pcpu = std::make_unique<Pcpu>(fmt::format("pcpu{}", cpu).c_str(), cpu, ctx, pc);
+      auto vcpu = std::make_unique<Vcpu>(idx, vm, *pcpu, vc, vmx, lcfg, lc, tsc);
+      auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz);
+      vcpu->set_guest(guest.get());
+      if (vm == 0 && v == ct_vcpu) guest->add_task(m->cyclictest.get());
+      if (tick_hz > 0) {
+        const Tsc period = clk.tsc_khz * 1000 / static_cast<Tsc>(tick_hz);
+        auto tick = std::make_unique<HostTick>(period, tick_cost);
+        // Ticks of different pCPUs are staggered as the kernel does.
+        pcpu->hrtimers().start(tick.get(), period / 2 + static_cast<Tsc>(cpu) * 1000);
+        m->ticks.push_back(std::move(tick));
+      }
+      m->pcpus.push_back(std::move(pcpu));
+      m->vcpus.push_back(std::move(vcpu));
+      m->guests.push_back(std::move(guest));
+    }
+  }
+  for (auto& v : m->vcpus) v->start();
+
+  const auto wall0 = std::chrono::steady_clock::now();
+  sc_core::sc_start(cycles(clk.from_ns(p.d("sim.max_simulated_s") * 1e9)));
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  m->progress.reset();
+
+  RunResult r;
+  const Tsc end = now_tsc();
+  r.simulated_s = clk.to_s(static_cast<double>(end));
+  auto& mt = r.metrics;
+  mt["sim.events"] = static_cast<double>(ctx.events);
+  mt["sim.wall_s"] = wall_s;
+  mt["sim.simulated_s"] = r.simulated_s;
+  mt["sim.seed"] = static_cast<double>(ctx.seed);
+
+  for (int i = 0; i < kMaxExitReason; ++i) {
+    const auto& s = m->exit_stats.all()[static_cast<std::size_t>(i)];
+    if (!s.count) continue;
+    ExitRow row;
+    row.reason = std::string(exit_reason_name(static_cast<ExitReason>(i)));
+    row.count = s.count;
+    row.total_ns = clk.to_ns(static_cast<double>(s.total));
+    row.min_ns = clk.to_ns(static_cast<double>(s.min));
+    row.max_ns = clk.to_ns(static_cast<double>(s.max));
+    mt["exits." + row.reason + ".count"] = static_cast<double>(row.count);
+    mt["exits." + row.reason + ".avg_ns"] = row.total_ns / static_cast<double>(row.count);
+    r.exits.push_back(row);
+  }
+  std::stable_sort(r.exits.begin(), r.exits.end(),
+                   [](const ExitRow& a, const ExitRow& b) { return a.count > b.count; });
+
+  const auto& h = m->cyclictest->histogram();
+  r.histogram = h;
+  mt["cyclictest.loops"] = static_cast<double>(h.samples());
+  mt["cyclictest.min_us"] = static_cast<double>(h.min_us());
+  mt["cyclictest.avg_us"] = h.avg_us();
+  mt["cyclictest.max_us"] = static_cast<double>(h.max_us());
+  mt["cyclictest.p50_us"] = h.percentile_us(50);
+  mt["cyclictest.p99_us"] = h.percentile_us(99);
+  mt["cyclictest.overflows"] = static_cast<double>(h.overflows());
+
+  double sum = 0;
+  for (int s = 0; s < kStageCount; ++s) {
+    const double ns = clk.to_ns(m->breakdown.mean_cycles(static_cast<Stage>(s)));
+    if (ns <= 0) continue;
+    const std::string name(stage_name(static_cast<Stage>(s)));
+    r.breakdown.push_back({name, ns});
+    mt["breakdown." + name + ".avg_ns"] = ns;
+    sum += ns;
+  }
+  mt["breakdown.total.avg_ns"] = sum;
+
+  std::uint64_t irqs = 0, noise = 0, softirqs = 0;
+  for (const auto& c : m->pcpus) {
+    irqs += c->stats().irqs;
+    noise += c->stats().noise_irqs;
+    softirqs += c->stats().softirq_runs;
+  }
+  mt["host.irqs"] = static_cast<double>(irqs);
+  mt["host.noise_irqs"] = static_cast<double>(noise);
+  mt["host.softirq_runs"] = static_cast<double>(softirqs);
+  std::uint64_t fallbacks = 0;
+  for (const auto& v : m->vcpus) fallbacks += v->stats().hv_timer_fallbacks;
+  mt["vmx.hv_timer_fallbacks"] = static_cast<double>(fallbacks);
+  // The model is torn down by the process exit: SystemC objects cannot be
+  // destroyed and re-elaborated within one process.
+  m.release();
+  return r;
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,38 @@
+// VMX exits/entries, the preemption timer, TSC, VM shape and pinning.
+#include "sim/model_params.h"
+
+namespace kvmsim {
+
+void declare_vmx_params(ParamRegistry& r) {
+  r.declare({"platform.preemption_timer_rate", ParamType::Int, "5", "shift", 0, 31, {},
+             "IA32_VMX_MISC[4:0]: the preemption timer counts TSC >> this (5 Haswell, 7 Skylake)."});
+  r.declare({"platform.apicv", ParamType::Bool, "true", "bool", {}, {}, {},
+             "APICv: virtual-interrupt delivery; the exit path injects the timer straight into vIRR."});
+  r.declare({"kvm.enable_hv_timer", ParamType::Bool, "true", "bool", {}, {}, {},
+             "kvm_intel.preemption_timer: emulate the TSC-deadline timer with the VMX "
+             "preemption timer (else a host hrtimer)."});
+  r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
+  r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
+  r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+             "pCPU of each vCPU (VM-major order); empty = the isolated pCPUs in order."});
+  r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
+             "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
+  r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},
+             "VMCS TSC offset added to the (scaled) host TSC."});
+  r.declare({"cost.vmexit", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "Hardware VM exit + vmx_vcpu_run() exit half (until handle_exit_irqoff)."});
+  r.declare({"cost.vmentry", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "vmx_vcpu_run() entry half (from vmx_update_hv_timer) + hardware VM entry."});
+  r.declare({"cost.vcpu_enter_guest", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "vcpu_enter_guest() from a handled exit to vmx_vcpu_run() (requests, IRQs off)."});
+  r.declare({"cost.handle_exit", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "vmx_handle_exit() common dispatch."});
+  r.declare({"cost.handle_wrmsr", ParamType::Dist, "150ns", "time", {}, {}, {},
+             "kvm_emulate_wrmsr() -> kvm_set_msr_common() before the LAPIC work."});
+  r.declare({"cost.handle_preemption_timer", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "handle_preemption_timer() itself (LAPIC work counted separately)."});
+  r.declare({"cost.handle_external_interrupt", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "handle_external_interrupt() after the host handler ran."});
+}
+
+}  // namespace kvmsim

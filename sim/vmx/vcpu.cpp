@@ -1,0 +1,184 @@
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+
+Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx,
+           LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
+    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id),
+      vcpu_id_(vcpu_id),
+      vm_id_(vm_id),
+      pcpu_(pcpu),
+      costs_(std::move(costs)),
+      vmx_(vmx),
+      tsc_(tsc),
+      lapic_(*this, lapic_cfg, std::move(lapic_costs)) {}
+
+void Vcpu::start() {
+  state_ = State::EnterGuest;
+  pcpu_.set_thread(this);
+}
+
+// vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
+bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired) {
+  const auto& clk = ctx().clock;
+  std::uint64_t advance = 0;
+  if (lapic_.config().hv_timer_advance && lapic_.config().timer_advance_ns > 0) {
+    // nsec_to_cycles(vcpu, timer_advance_ns): guest cycles.
+    advance = TscClock{tsc_.scale(clk.tsc_khz)}.ns_to_cycles(
+        static_cast<std::uint64_t>(lapic_.config().timer_advance_ns));
+  }
+  const auto r = vmx_set_hv_timer(tsc_, vmx_.preemption_timer_rate, now, guest_deadline_tsc, advance);
+  if (!r.ok) {
+    ++stats_.hv_timer_fallbacks;
+    return false;
+  }
+  hv_deadline_tsc_ = r.hv_deadline_tsc;
+  *expired = r.expired;
+  return true;
+}
+
+void Vcpu::kick(Tsc /*now*/) {
+  // The hrtimer is pinned to this vCPU's pCPU, so apic_timer_fn runs here in
+  // root mode: the pending request is seen before the next entry and no IPI
+  // is needed. (Blocked vCPUs and remote kicks come with halt polling.)
+}
+
+void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
+  switch (state_) {
+    case State::EnterGuest: begin_vmentry(now); break;
+    case State::VmEntry: enter_guest_mode(now); break;
+    case State::InGuest: guest_step(now); break;
+    case State::VmExit: handle_exit(now); break;
+    case State::HostIrq: {
+      state_ = State::HandleExit;
+      pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+      break;
+    }
+    case State::HandleExit: begin_vcpu_enter_guest(now); break;
+  }
+}
+
+// vcpu_enter_guest(): process requests (a pending timer is injected here),
+// disable interrupts, load guest state.
+void Vcpu::begin_vcpu_enter_guest(Tsc now) {
+  state_ = State::EnterGuest;
+  Tsc cost = costs_.vcpu_enter_guest(rng());
+  cost += lapic_.inject_pending_timer_irqs(now);
+  pcpu_.run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
+}
+
+// vmx_vcpu_run(): vmx_update_hv_timer() loads the counter from the absolute
+// deadline with rdtsc() now; the counter only starts once the guest runs, so
+// the entry path itself makes the timer late by its length.
+void Vcpu::begin_vmentry(Tsc now) {
+  state_ = State::VmEntry;
+  preemption_timer_loaded_ = hv_deadline_tsc_ != kHvDeadlineNone;
+  if (preemption_timer_loaded_)
+    preemption_timer_value_ =
+        vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
+  pcpu_.run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
+}
+
+void Vcpu::enter_guest_mode(Tsc now) {
+  state_ = State::InGuest;
+  ++stats_.entries;
+  ctx().obs.vmentry(vcpu_id_, pcpu_.id(), now);
+  // A host interrupt that arrived with interrupts off exits right away.
+  if (pcpu_.irq_pending()) {
+    vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
+    return;
+  }
+  if (preemption_timer_loaded_) {
+    const Tsc fire =
+        vmx_preemption_timer_fire_tsc(now, preemption_timer_value_, vmx_.preemption_timer_rate);
+    if (fire <= now) {
+      vmexit(ExitReason::PREEMPTION_TIMER, now);
+      return;
+    }
+    pcpu_.arm_vmx_preemption_timer(fire);
+  }
+  // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
+  if (lapic_.timer_irr() && guest_->interruptible()) {
+    lapic_.ack_timer_irr();
+    guest_->deliver_interrupt(LOCAL_TIMER_VECTOR, now);
+  }
+  guest_step(now);
+}
+
+void Vcpu::guest_step(Tsc now) {
+  const GuestStep s = guest_->step(now);
+  switch (s.kind) {
+    case GuestStep::Kind::Run:
+      pcpu_.run_for(s.stage, SegKind::Guest, s.cycles);
+      break;
+    case GuestStep::Kind::Idle:
+      pcpu_.run_until(s.stage, SegKind::Guest, kTscNever);
+      break;
+    case GuestStep::Kind::Exit:
+      exit_step_ = s;
+      vmexit(s.reason, now);
+      break;
+  }
+}
+
+void Vcpu::guest_interrupted(Pcpu& cpu, Tsc now) {
+  const Tsc end = cpu.segment_end();
+  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
+}
+
+void Vcpu::preemption_timer_expired(Pcpu& cpu, Tsc now) {
+  const Tsc end = cpu.segment_end();
+  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  vmexit(ExitReason::PREEMPTION_TIMER, now);
+}
+
+void Vcpu::vmexit(ExitReason reason, Tsc now) {
+  pcpu_.disarm_vmx_preemption_timer();
+  state_ = State::VmExit;
+  exit_reason_ = reason;
+  ++stats_.exits;
+  ctx().obs.vmexit(vcpu_id_, pcpu_.id(), reason, now);
+  pcpu_.run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
+}
+
+// After the exit half: handle_exit_irqoff() runs the host handler of an
+// external interrupt (vmx_handle_external_intr), then local_irq_enable()
+// lets any other pending interrupt in; then the exit handler proper.
+void Vcpu::handle_exit(Tsc now) {
+  const Tsc irq = pcpu_.take_pending_irqs(now);
+  if (irq) {
+    state_ = State::HostIrq;
+    pcpu_.run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
+    return;
+  }
+  state_ = State::HandleExit;
+  pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+}
+
+// vmx_handle_exit() -> kvm_vmx_exit_handlers[reason]; effects apply now, the
+// returned cost is the length of the handle_exit stage.
+Tsc Vcpu::run_exit_handler(Tsc now) {
+  Tsc cost = costs_.handle_exit(rng());
+  switch (exit_reason_) {
+    case ExitReason::MSR_WRITE:
+      cost += costs_.handle_wrmsr(rng());
+      if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
+        ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+        cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
+      }
+      break;
+    case ExitReason::PREEMPTION_TIMER:
+      cost += costs_.handle_preemption_timer(rng());
+      cost += lapic_.expired_hv_timer(now);
+      break;
+    case ExitReason::EXTERNAL_INTERRUPT:
+      cost += costs_.handle_external_interrupt(rng());
+      break;
+    default:
+      break;
+  }
+  return cost;
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,138 @@
+// A KVM vCPU thread on an Intel VMX host: the vcpu_run() / vcpu_enter_guest()
+// loop of arch/x86/kvm/x86.c with vmx_vcpu_run() and the exit handlers of
+// arch/x86/kvm/vmx/vmx.c, as a state machine of cost-bearing stages:
+//
+//   vcpu_enter_guest ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
+//          ▲                                                                       │
+//          └───────────────────────────────────────────────────────────────────────┘
+//
+// The guest's code (sim/guest) runs inside the "guest" stage; it ends in an
+// exiting instruction, a host interrupt, or the VMX preemption timer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/core/dist.h"
+#include "sim/lapic/lapic.h"
+#include "sim/sched/pcpu.h"
+#include "sim/vmx/exit_reason.h"
+#include "sim/vmx/preemption_timer.h"
+#include "sim/vmx/tsc.h"
+
+namespace kvmsim {
+
+// One step of guest execution, as the guest kernel model hands it to KVM.
+struct GuestStep {
+  enum class Kind : std::uint8_t { Run, Idle, Exit } kind = Kind::Run;
+  Stage stage = Stage::Guest;
+  Tsc cycles = 0;                             // Run: host cycles of guest work
+  ExitReason reason = ExitReason::MSR_WRITE;  // Exit: the exiting instruction
+  std::uint32_t msr = 0;
+  std::uint64_t value = 0;
+
+  static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
+  static GuestStep idle() { return {Kind::Idle, Stage::GuestIdle, 0}; }
+  static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
+    GuestStep g{Kind::Exit, Stage::Guest, 0};
+    g.reason = ExitReason::MSR_WRITE;
+    g.msr = msr;
+    g.value = v;
+    return g;
+  }
+};
+
+// What runs in non-root mode on a vCPU (implemented by sim/guest).
+class GuestVcpu {
+ public:
+  virtual ~GuestVcpu() = default;
+  // The next thing the guest does, from host TSC `now`.
+  virtual GuestStep step(Tsc now) = 0;
+  // A VM exit cut the current Run/Idle step short with `remaining` cycles left.
+  virtual void suspend(Tsc remaining) = 0;
+  // Can an interrupt be delivered now (RFLAGS.IF, not already in a handler)?
+  [[nodiscard]] virtual bool interruptible() const = 0;
+  // Interrupt delivery through the virtual APIC at VM entry.
+  virtual void deliver_interrupt(std::uint8_t vector, Tsc now) = 0;
+};
+
+struct VcpuCosts {
+  Sampler vmexit;           // hardware exit + vmx_vcpu_run() exit half
+  Sampler vmentry;          // vmx_vcpu_run() entry half + hardware entry
+  Sampler vcpu_enter_guest; // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
+  Sampler handle_exit;      // vmx_handle_exit() common dispatch
+  Sampler handle_wrmsr;     // kvm_emulate_wrmsr() -> kvm_set_msr_common()
+  Sampler handle_preemption_timer;  // handle_preemption_timer() (excluding lapic work)
+  Sampler handle_external_interrupt;// handle_external_interrupt() after the host IRQ ran
+};
+
+struct VmxConfig {
+  unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
+};
+
+struct VcpuStats {
+  std::uint64_t exits = 0, entries = 0, hv_timer_fallbacks = 0;
+};
+
+class Vcpu : public HostThread {
+ public:
+  Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx, LapicConfig lapic_cfg,
+       LapicCosts lapic_costs, TscScaling tsc);
+
+  void set_guest(GuestVcpu* g) { guest_ = g; }
+  void start();  // the thread enters KVM_RUN
+
+  // HostThread
+  void run(Pcpu& cpu, Tsc now) override;
+  void guest_interrupted(Pcpu& cpu, Tsc now) override;
+  void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
+
+  // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
+  bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
+  void cancel_hv_timer() { hv_deadline_tsc_ = kHvDeadlineNone; }
+  // kvm_vcpu_kick(): force the vCPU out of guest mode / wake it.
+  void kick(Tsc now);
+
+  [[nodiscard]] int id() const { return vcpu_id_; }
+  [[nodiscard]] int vm_id() const { return vm_id_; }
+  Pcpu& pcpu() { return pcpu_; }
+  KvmLapic& lapic() { return lapic_; }
+  [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
+  [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
+  [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const { return tsc_.read_l1_tsc(host); }
+  [[nodiscard]] Tsc hv_deadline_tsc() const { return hv_deadline_tsc_; }
+  [[nodiscard]] bool in_guest_mode() const { return state_ == State::InGuest; }
+  [[nodiscard]] const VcpuStats& stats() const { return stats_; }
+  Rng& rng() { return pcpu_.rng(); }
+  SimContext& ctx() { return pcpu_.ctx(); }
+
+ private:
+  enum class State : std::uint8_t { EnterGuest, VmEntry, InGuest, VmExit, HostIrq, HandleExit };
+
+  void begin_vcpu_enter_guest(Tsc now);
+  void begin_vmentry(Tsc now);
+  void enter_guest_mode(Tsc now);
+  void guest_step(Tsc now);
+  void vmexit(ExitReason reason, Tsc now);
+  void handle_exit(Tsc now);
+  Tsc run_exit_handler(Tsc now);
+
+  int vcpu_id_, vm_id_;
+  Pcpu& pcpu_;
+  VcpuCosts costs_;
+  VmxConfig vmx_;
+  TscScaling tsc_;
+  KvmLapic lapic_;
+  GuestVcpu* guest_ = nullptr;
+
+  State state_ = State::EnterGuest;
+  ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
+  GuestStep exit_step_;              // the exiting instruction, for its handler
+  Tsc hv_deadline_tsc_ = kHvDeadlineNone;
+  std::uint32_t preemption_timer_value_ = 0xffffffffU;
+  bool preemption_timer_loaded_ = false;
+  VcpuStats stats_;
+};
+
+}  // namespace kvmsim
