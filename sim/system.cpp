@@ -25,13 +25,18 @@ namespace {
 class HostTick : public HostHrtimer {
  public:
   HostTick(Tsc period, Sampler cost) : HostHrtimer("tick_sched_timer"), period_(period), cost_(std::move(cost)) {}
-  Tsc fn(Pcpu& cpu, Tsc now) override {
-    cpu.hrtimers().start(this, now - (now % period_) + period_);
+  void start(Pcpu& cpu, Tsc first) {
+    expires_next_ = first;
+    cpu.hrtimers().start(this, first);
+  }
+  Tsc fn(Pcpu& cpu, Tsc /*now*/) override {
+    cpu.hrtimers().start(this, expires_next_ += period_);
     return cost_(cpu.rng());
   }
 
  private:
   Tsc period_;
+  Tsc expires_next_ = 0;
   Sampler cost_;
 };
 
@@ -187,8 +192,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       if (tick_hz > 0) {
         const Tsc period = clk.tsc_khz * 1000 / static_cast<Tsc>(tick_hz);
         auto tick = std::make_unique<HostTick>(period, tick_cost);
-        // Ticks of different pCPUs are staggered as the kernel does.
-        pcpu->hrtimers().start(tick.get(), period / 2 + static_cast<Tsc>(cpu) * 1000);
+        // The tick's phase against the workload's timers is arbitrary on a
+        // real host; a fixed phase would hit the same wake-up every time.
+        Rng phase = ctx.stream(fmt::format("pcpu{}.tick", cpu));
+        tick->start(*pcpu, static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
         m->ticks.push_back(std::move(tick));
       }
       m->pcpus.push_back(std::move(pcpu));

@@ -17,12 +17,15 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-// Splits "a, b, key=c" at top-level commas.
+// Splits "a, b, key=c" at top-level commas (not inside nested parentheses).
 std::vector<std::string> split_args(const std::string& s) {
   std::vector<std::string> out;
   std::string cur;
+  int depth = 0;
   for (char c : s) {
-    if (c == ',') {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
       out.push_back(trim(cur));
       cur.clear();
     } else {
@@ -102,6 +105,22 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
   const auto args = split_args(t.substr(open + 1, t.size() - open - 2));
   std::vector<std::string> pos;
   CostDist d;
+  if (name == "mix") {
+    // mix(w1: DIST, w2: DIST, ...): component i with probability w_i / sum(w).
+    d.kind = DistKind::Mix;
+    for (const auto& a : args) {
+      const auto colon = a.find(':');
+      auto w = colon == std::string::npos ? std::nullopt : parse_number(trim(a.substr(0, colon)));
+      if (!w || *w < 0)
+        return fail(fmt::format("mix(w1: dist, w2: dist, ...): bad component '{}'", a));
+      std::string sub_err;
+      auto sub = parse(a.substr(colon + 1), &sub_err);
+      if (!sub) return fail(fmt::format("mix component '{}': {}", trim(a.substr(colon + 1)), sub_err));
+      d.parts.emplace_back(*w, std::move(*sub));
+    }
+    if (d.parts.empty()) return fail("mix() needs at least one component");
+    return d;
+  }
   for (const auto& a : args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos) {
@@ -190,6 +209,12 @@ std::string CostDist::str() const {
       return "uniform(" + a.str() + ", " + b.str() + opts + ")";
     case DistKind::Exponential:
       return "exponential(" + a.str() + opts + ")";
+    case DistKind::Mix: {
+      std::string s = "mix(";
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        s += fmt::format("{}{}: {}", i ? ", " : "", parts[i].first, parts[i].second.str());
+      return s + ")";
+    }
     case DistKind::Empirical: {
       std::string s = "empirical(";
       for (std::size_t i = 0; i < points.size(); ++i)
@@ -233,6 +258,19 @@ Sampler CostDist::bind(const TscClock& clk) const {
       s.mean_ = m;
       break;
     }
+    case DistKind::Mix: {
+      double total = 0, m = 0, acc = 0;
+      for (const auto& [w, part] : parts) total += w;
+      for (const auto& [w, part] : parts) {
+        acc += w / total;
+        s.cdf_.push_back(acc);
+        s.parts_.push_back(part.bind(clk));
+        m += s.parts_.back().mean() * w / total;
+      }
+      s.cdf_.back() = 1.0;
+      s.mean_ = m;
+      break;
+    }
   }
   s.mean_ += s.shift_;
   return s;
@@ -246,6 +284,12 @@ Tsc Sampler::operator()(Rng& rng) const {
     case DistKind::LogNormal: v = a_ * std::exp(sigma_ * rng.normal()); break;
     case DistKind::Uniform: v = a_ + (b_ - a_) * rng.uniform(); break;
     case DistKind::Exponential: v = rng.exponential(a_); break;
+    case DistKind::Mix: {
+      const double u = rng.uniform();
+      const auto i = static_cast<std::size_t>(std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
+      v = static_cast<double>(parts_[std::min(i, parts_.size() - 1)](rng));
+      break;
+    }
     case DistKind::Empirical: {
       const double u = rng.uniform();
       const auto it = std::lower_bound(cdf_.begin(), cdf_.end(), u);

@@ -2,6 +2,7 @@
 //   vmexit: "normal(310ns, 25ns, min=240ns)"
 //   noise.irq.duration: "lognormal(6us, 0.5, shift=2us, max=80us)"
 //   handler: "empirical(400cyc:3, 450cyc:5, 700cyc:1)"
+//   wake: "mix(0.995: normal(2us, 0.3us), 0.005: normal(0.4us, 0.1us))"
 //   plain: "350ns"  (a constant)
 // Quantities carry a unit (ns, us, ms, s, or cyc for TSC cycles; bare numbers
 // are ns). A CostDist is unit-free text until it is bound to a TSC clock,
@@ -29,7 +30,7 @@ struct Quantity {
   static std::optional<Quantity> parse(const std::string& text);
 };
 
-enum class DistKind { Constant, Normal, LogNormal, Uniform, Exponential, Empirical };
+enum class DistKind { Constant, Normal, LogNormal, Uniform, Exponential, Empirical, Mix };
 
 class Sampler;
 
@@ -44,6 +45,7 @@ class CostDist {
   Quantity shift;
   std::optional<Quantity> min, max;
   std::vector<std::pair<Quantity, double>> points;  // Empirical: value, weight
+  std::vector<std::pair<double, CostDist>> parts;   // Mix: weight, component
 
   static CostDist constant(Quantity q) {
     CostDist d;
@@ -74,6 +76,7 @@ class Sampler {
   double lo_ = 0, hi_ = 1e300;
   double mean_ = 0;
   std::vector<double> cdf_, values_;
+  std::vector<Sampler> parts_;  // Mix components (cdf_ holds their weights)
 };
 
 }  // namespace kvmsim
