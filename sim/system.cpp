@@ -77,6 +77,8 @@ Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.di
 
 RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);  // 1 unit = 1 host TSC cycle
+  // sc_stop() at the end of a workload is the normal way a run ends.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   auto m = std::make_unique<Model>();
   SimContext& ctx = m->ctx;
   ctx.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
