@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <string>
 
 #include <CLI/CLI.hpp>
 #include <systemc>
@@ -41,5 +40,49 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& sets, l
                  result.histogram->to_cyclictest_text());
   }
   if (!quiet) std::cout << kvmsim::summary_text(result, params, scenario) << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+// libsystemc provides main() and calls this (it prints its banner on stderr first).
+int sc_main(int argc, char* argv[]) {
+  CLI::App app{"kvmsim: cycle-level simulator of the x86 KVM virtualization stack"};
+  app.require_subcommand(1);
+
+  auto* run = app.add_subcommand("run", "Run a scenario");
+  std::string scenario, out;
+  std::vector<std::string> sets;
+  long long seed = -1;
+  bool quiet = false;
+  run->add_option("scenario", scenario, "Scenario YAML file")->required();
+  run->add_option("--set", sets, "Override a parameter: key=value (repeatable)");
+  run->add_option("--seed", seed, "Run seed (same scenario + seed = same outputs)");
+  run->add_option("--out", out, "Write summary.json and histogram.txt here");
+  run->add_flag("-q,--quiet", quiet, "No summary on stdout");
+
+  auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
+  bool markdown = false;
+  params->add_flag("--markdown", markdown, "As a Markdown table (docs/parameters.md)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (run->parsed()) return cmd_run(scenario, sets, seed, out, quiet);
+    if (params->parsed()) {
+      std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
+                             : kvmsim::format_param_table(kvmsim::model_params()));
+      return 0;
+    }
+  } catch (const kvmsim::ScenarioError& e) {
+    std::cerr << "kvmsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kvmsim: error: " << e.what() << "\n";
+    return 1;
+  }
   return 0;
 }
