@@ -150,6 +150,7 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
   if (name == "const") {
     d.kind = DistKind::Constant;
     if (!need(1) || !qty(0, &d.a)) return fail("const(value) takes one time, e.g. const(300ns)");
+    if (d.a.value < 0) return fail("a cost cannot be negative");
   } else if (name == "normal") {
     d.kind = DistKind::Normal;
     if (!need(2) || !qty(0, &d.a) || !qty(1, &d.b))

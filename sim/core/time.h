@@ -10,6 +10,9 @@
 
 namespace kvmsim {
 
+// 128-bit intermediate for exact cycle/ns products (as the kernel's mul_u64_u32_div).
+__extension__ typedef unsigned __int128 u128;
+
 using Tsc = std::uint64_t;        // host TSC cycles (absolute or delta)
 using STsc = std::int64_t;        // signed cycle delta
 inline constexpr Tsc kTscNever = std::numeric_limits<Tsc>::max();
@@ -26,11 +29,11 @@ struct TscClock {
   }
   // Integer ns -> cycles, truncating like nsec_to_cycles(): ns * khz / 1e6.
   [[nodiscard]] Tsc ns_to_cycles(std::uint64_t ns) const {
-    return static_cast<Tsc>((static_cast<unsigned __int128>(ns) * tsc_khz) / 1000000u);
+    return static_cast<Tsc>((static_cast<u128>(ns) * tsc_khz) / 1000000u);
   }
   // cycles -> integer ns, truncating: cycles * 1e6 / khz.
   [[nodiscard]] std::uint64_t cycles_to_ns(Tsc c) const {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(c) * 1000000u) / tsc_khz);
+    return static_cast<std::uint64_t>((static_cast<u128>(c) * 1000000u) / tsc_khz);
   }
   [[nodiscard]] double to_ns(double cycles) const {
     return cycles * 1e6 / static_cast<double>(tsc_khz);

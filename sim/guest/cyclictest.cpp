@@ -20,11 +20,11 @@ GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
       return GuestStep::run(Stage::GuestSyscall, costs_.nanosleep_enter(k.rng()));
     case State::Armed: {
       // do_nanosleep(): arm the sleeper and schedule() away.
-      const std::uint64_t expires = k.ns_to_guest_tsc_ceil(next_ns_);
-      deadline_host_ = k.vcpu().tsc().host_tsc_at(expires);
+      const std::uint64_t deadline = k.ns_to_guest_tsc_ceil(next_ns_);
+      deadline_host_ = k.vcpu().tsc().host_tsc_at(deadline);
       k.vcpu().ctx().obs.timer_armed(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_);
       state_ = State::Sleeping;
-      k.hrtimer_start(this, expires);
+      k.hrtimer_start(this, deadline);
       k.block_current();
       return k.step(now);
     }

@@ -12,11 +12,11 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
   return static_cast<std::uint64_t>(
-      (static_cast<unsigned __int128>(guest_tsc(host_now)) * 1000000u) / guest_tsc_khz_);
+      (static_cast<u128>(guest_tsc(host_now)) * 1000000u) / guest_tsc_khz_);
 }
 
 std::uint64_t GuestKernel::ns_to_guest_tsc_ceil(std::uint64_t ns) const {
-  const unsigned __int128 p = static_cast<unsigned __int128>(ns) * guest_tsc_khz_;
+  const u128 p = static_cast<u128>(ns) * guest_tsc_khz_;
   return static_cast<std::uint64_t>((p + 999999u) / 1000000u);
 }
 

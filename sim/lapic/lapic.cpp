@@ -76,7 +76,7 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
   const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(host.tsc_khz);
   const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
   const std::uint64_t ns = static_cast<std::uint64_t>(
-      (static_cast<unsigned __int128>(delta) * 1000000u) / virtual_tsc_khz);
+      (static_cast<u128>(delta) * 1000000u) / virtual_tsc_khz);
   const auto advance = static_cast<std::uint64_t>(cfg_.timer_advance_ns);
   Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
   if (tscdeadline_ > guest_tsc && ns > advance) {

@@ -19,7 +19,7 @@ struct TscScaling {
 
   // Ratio for a guest running at guest_khz on a host at host_khz.
   static std::uint64_t ratio_for(std::uint64_t guest_khz, std::uint64_t host_khz) {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(guest_khz) << kFracBits) /
+    return static_cast<std::uint64_t>((static_cast<u128>(guest_khz) << kFracBits) /
                                       host_khz);
   }
   [[nodiscard]] bool scaled() const { return ratio != kDefaultRatio; }
@@ -27,7 +27,7 @@ struct TscScaling {
   // kvm_scale_tsc(): host cycles -> guest cycles (no offset).
   [[nodiscard]] std::uint64_t scale(std::uint64_t host) const {
     if (!scaled()) return host;
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(host) * ratio) >> kFracBits);
+    return static_cast<std::uint64_t>((static_cast<u128>(host) * ratio) >> kFracBits);
   }
   // kvm_read_l1_tsc(): guest TSC value at host TSC `host`.
   [[nodiscard]] std::uint64_t read_l1_tsc(Tsc host) const {
@@ -37,7 +37,7 @@ struct TscScaling {
   // nullopt when the 128-bit quotient does not fit in 64 bits (-ERANGE).
   [[nodiscard]] std::optional<std::uint64_t> guest_delta_to_host(std::uint64_t guest_delta) const {
     if (!scaled() || guest_delta == 0) return guest_delta;
-    const unsigned __int128 q = (static_cast<unsigned __int128>(guest_delta) << kFracBits) / ratio;
+    const u128 q = (static_cast<u128>(guest_delta) << kFracBits) / ratio;
     if (q >> 64) return std::nullopt;
     return static_cast<std::uint64_t>(q);
   }
@@ -47,7 +47,7 @@ struct TscScaling {
     const std::int64_t unscaled = static_cast<std::int64_t>(guest) - offset;
     if (unscaled <= 0) return 0;
     if (!scaled()) return static_cast<Tsc>(unscaled);
-    const unsigned __int128 g = static_cast<unsigned __int128>(unscaled);
+    const u128 g = static_cast<u128>(unscaled);
     Tsc h = static_cast<Tsc>(((g << kFracBits) + ratio - 1) / ratio);
     while (h > 0 && scale(h - 1) >= static_cast<std::uint64_t>(unscaled)) --h;
     while (scale(h) < static_cast<std::uint64_t>(unscaled)) ++h;

@@ -1,0 +1,52 @@
+// Runs the kvmsim CLI as a child process (SystemC elaborates once per
+// process, so every simulation in the test suite is its own process).
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kvmsim::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+inline CliResult run_cli(const std::string& args) {
+  const std::string cmd = std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + KVMSIM_BINARY + " " +
+                          args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+  return nlohmann::json::parse(read_text(p));
+}
+
+// A fresh output directory under the build tree's temp area.
+inline std::filesystem::path out_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("kvmsim-test-" + name);
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+}  // namespace kvmsim::test

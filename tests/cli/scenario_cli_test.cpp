@@ -1,0 +1,70 @@
+// Bad input on the command line gets a clear error naming the file, line and
+// key, and a non-zero exit; never a crash, never a silent default.
+#include <catch2/catch.hpp>
+
+#include "tests/cli/cli_runner.h"
+
+using namespace kvmsim::test;
+
+TEST_CASE("an unknown --set key is an error that suggests the right key", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set kvm.enable_hv_tmer=false");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("unknown key 'kvm.enable_hv_tmer'") &&
+                           Catch::Contains("did you mean 'kvm.enable_hv_timer'"));
+}
+
+TEST_CASE("a wrongly typed --set value is an error naming the key", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set kvm.enable_hv_timer=1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("key 'kvm.enable_hv_timer'") &&
+                           Catch::Contains("expected true or false"));
+}
+
+TEST_CASE("an out-of-range --set value is an error stating the range", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("platform.preemption_timer_rate") &&
+                           Catch::Contains("[0, 31]"));
+}
+
+TEST_CASE("an error inside a scenario file names file, line and key path", "[cli][errors]") {
+  const auto dir = out_dir("badscen");
+  std::filesystem::create_directories(dir);
+  const auto f = dir / "bad.yaml";
+  std::ofstream(f) << "include: " << KVMSIM_SOURCE_DIR
+                   << "/scenarios/platforms/haswell-e5-2699v3.yaml\n"
+                      "kvm:\n"
+                      "  enable_hv_timer: true\n"
+                      "  halt_pol_ns: 5\n";
+  const auto r = run_cli("run " + f.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("bad.yaml:4:") && Catch::Contains("kvm.halt_pol_ns"));
+}
+
+TEST_CASE("a bad cost distribution in a scenario is reported with its key", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set 'cost.vmexit=normal(300ns)'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("cost.vmexit") && Catch::Contains("normal("));
+}
+
+TEST_CASE("a missing scenario file is an error, not a crash", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/does-not-exist.yaml");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("does-not-exist.yaml"));
+}
+
+TEST_CASE("pinning two vCPUs on one pCPU is refused (no host scheduler yet)", "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,2]");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("vm.pinning"));
+}
+
+TEST_CASE("kvmsim params lists every contract key with its unit", "[cli][params]") {
+  const auto r = run_cli("params");
+  CHECK(r.exit_code == 0);
+  for (const char* k : {"kvm.enable_hv_timer", "kvm.lapic_timer_advance_ns", "kvm.hv_timer_advance",
+                        "vm.count", "vm.vcpus", "cyclictest.loops", "platform.tsc_khz"}) {
+    INFO(k);
+    CHECK_THAT(r.output, Catch::Contains(k));
+  }
+}
