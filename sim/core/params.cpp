@@ -279,6 +279,12 @@ void ParamRegistry::declare(ParamDecl d) {
   auto fail = [&](const std::string& why) {
     throw std::logic_error(fmt::format("declaring parameter '{}': {}", d.key, why));
   };
+  // A range only means something for numbers; aggregate-initialised
+  // declarations of other types leave {} (0, 0) there.
+  if (d.type != ParamType::Int && d.type != ParamType::Double && d.type != ParamType::IntList) {
+    d.min = -std::numeric_limits<double>::infinity();
+    d.max = std::numeric_limits<double>::infinity();
+  }
   if (!valid_key(d.key)) fail("keys are dotted names of [A-Za-z0-9_-]");
   if (index_.count(d.key)) fail("declared twice");
   if (groups_.count(d.key)) fail("already used as a group of other keys");
