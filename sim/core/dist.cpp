@@ -44,6 +44,34 @@ std::optional<double> parse_number(const std::string& s) {
   return v;
 }
 
+// Cumulative probabilities of the given weights (last one exactly 1).
+std::vector<double> cdf_from_weights(const std::vector<double>& w) {
+  double total = 0;
+  for (double x : w) total += x;
+  std::vector<double> cdf;
+  double acc = 0;
+  for (double x : w) cdf.push_back(acc += x / total);
+  if (!cdf.empty()) cdf.back() = 1.0;
+  return cdf;
+}
+
+// Index drawn by a uniform u in [0, 1) from a cumulative distribution.
+std::size_t pick(const std::vector<double>& cdf, double u) {
+  const auto i =
+      static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+  return std::min(i, cdf.size() - 1);
+}
+
+// Mean of values under the probabilities that a cumulative distribution gives.
+double weighted_mean(const std::vector<double>& cdf, const std::vector<double>& values) {
+  double m = 0, prev = 0;
+  for (std::size_t i = 0; i < cdf.size(); ++i) {
+    m += values[i] * (cdf[i] - prev);
+    prev = cdf[i];
+  }
+  return m;
+}
+
 }  // namespace
 
 std::optional<Quantity> Quantity::parse(const std::string& text) {
@@ -53,8 +81,8 @@ std::optional<Quantity> Quantity::parse(const std::string& text) {
                           t[i] == '-' || t[i] == '+' || t[i] == 'e' || t[i] == 'E')) {
     // Stop at an 'e' that is not an exponent (no digit/sign after it).
     if ((t[i] == 'e' || t[i] == 'E') &&
-        (i + 1 >= t.size() ||
-         !(std::isdigit(static_cast<unsigned char>(t[i + 1])) || t[i + 1] == '-' || t[i + 1] == '+')))
+        (i + 1 >= t.size() || !(std::isdigit(static_cast<unsigned char>(t[i + 1])) ||
+                                t[i + 1] == '-' || t[i + 1] == '+')))
       break;
     ++i;
   }
@@ -94,9 +122,11 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
   const auto open = t.find('(');
   if (open == std::string::npos) {
     auto q = Quantity::parse(t);
-    if (!q) return fail(fmt::format("'{}' is neither a time (e.g. 350ns, 1.2us, 800cyc) nor a "
-                                    "distribution (const/normal/lognormal/uniform/exponential/empirical)",
-                                    t));
+    if (!q)
+      return fail(
+          fmt::format("'{}' is neither a time (e.g. 350ns, 1.2us, 800cyc) nor a "
+                      "distribution (const/normal/lognormal/uniform/exponential/empirical)",
+                      t));
     if (q->value < 0) return fail("a cost cannot be negative");
     return constant(*q);
   }
@@ -115,7 +145,8 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
         return fail(fmt::format("mix(w1: dist, w2: dist, ...): bad component '{}'", a));
       std::string sub_err;
       auto sub = parse(a.substr(colon + 1), &sub_err);
-      if (!sub) return fail(fmt::format("mix component '{}': {}", trim(a.substr(colon + 1)), sub_err));
+      if (!sub)
+        return fail(fmt::format("mix component '{}': {}", trim(a.substr(colon + 1)), sub_err));
       d.parts.emplace_back(*w, std::move(*sub));
     }
     if (d.parts.empty()) return fail("mix() needs at least one component");
@@ -187,9 +218,10 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
       d.points.emplace_back(*q, w);
     }
   } else {
-    return fail(fmt::format("unknown distribution '{}' (const, normal, lognormal, uniform, "
-                            "exponential, empirical)",
-                            name));
+    return fail(
+        fmt::format("unknown distribution '{}' (const, normal, lognormal, uniform, "
+                    "exponential, empirical)",
+                    name));
   }
   return d;
 }
@@ -226,9 +258,7 @@ std::string CostDist::str() const {
   return "?";
 }
 
-double CostDist::mean_cycles(const TscClock& clk) const {
-  return bind(clk).mean();
-}
+double CostDist::mean_cycles(const TscClock& clk) const { return bind(clk).mean(); }
 
 Sampler CostDist::bind(const TscClock& clk) const {
   Sampler s;
@@ -240,36 +270,40 @@ Sampler CostDist::bind(const TscClock& clk) const {
   s.lo_ = min ? min->in_cycles(clk) : 0.0;
   s.hi_ = max ? max->in_cycles(clk) : 1e300;
   switch (kind) {
-    case DistKind::Constant: s.mean_ = s.a_; break;
-    case DistKind::Normal: s.mean_ = s.a_; break;
-    case DistKind::LogNormal: s.mean_ = s.a_ * std::exp(sigma * sigma / 2); break;
-    case DistKind::Uniform: s.mean_ = (s.a_ + s.b_) / 2; break;
-    case DistKind::Exponential: s.mean_ = s.a_; break;
+    case DistKind::Constant:
+      s.mean_ = s.a_;
+      break;
+    case DistKind::Normal:
+      s.mean_ = s.a_;
+      break;
+    case DistKind::LogNormal:
+      s.mean_ = s.a_ * std::exp(sigma * sigma / 2);
+      break;
+    case DistKind::Uniform:
+      s.mean_ = (s.a_ + s.b_) / 2;
+      break;
+    case DistKind::Exponential:
+      s.mean_ = s.a_;
+      break;
     case DistKind::Empirical: {
-      double total = 0, m = 0;
-      for (const auto& [q, w] : points) total += w;
-      double acc = 0;
-      for (const auto& [q, w] : points) {
-        acc += w / total;
-        s.cdf_.push_back(acc);
+      std::vector<double> w;
+      for (const auto& [q, weight] : points) {
+        w.push_back(weight);
         s.values_.push_back(q.in_cycles(clk));
-        m += q.in_cycles(clk) * w / total;
       }
-      if (!s.cdf_.empty()) s.cdf_.back() = 1.0;
-      s.mean_ = m;
+      s.cdf_ = cdf_from_weights(w);
+      s.mean_ = weighted_mean(s.cdf_, s.values_);
       break;
     }
     case DistKind::Mix: {
-      double total = 0, m = 0, acc = 0;
-      for (const auto& [w, part] : parts) total += w;
-      for (const auto& [w, part] : parts) {
-        acc += w / total;
-        s.cdf_.push_back(acc);
+      std::vector<double> w, means;
+      for (const auto& [weight, part] : parts) {
+        w.push_back(weight);
         s.parts_.push_back(part.bind(clk));
-        m += s.parts_.back().mean() * w / total;
+        means.push_back(s.parts_.back().mean());
       }
-      s.cdf_.back() = 1.0;
-      s.mean_ = m;
+      s.cdf_ = cdf_from_weights(w);
+      s.mean_ = weighted_mean(s.cdf_, means);
       break;
     }
   }
@@ -280,24 +314,27 @@ Sampler CostDist::bind(const TscClock& clk) const {
 Tsc Sampler::operator()(Rng& rng) const {
   double v = 0;
   switch (kind_) {
-    case DistKind::Constant: v = a_; break;
-    case DistKind::Normal: v = a_ + b_ * rng.normal(); break;
-    case DistKind::LogNormal: v = a_ * std::exp(sigma_ * rng.normal()); break;
-    case DistKind::Uniform: v = a_ + (b_ - a_) * rng.uniform(); break;
-    case DistKind::Exponential: v = rng.exponential(a_); break;
-    case DistKind::Mix: {
-      const double u = rng.uniform();
-      const auto i = static_cast<std::size_t>(std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
-      v = static_cast<double>(parts_[std::min(i, parts_.size() - 1)](rng));
+    case DistKind::Constant:
+      v = a_;
       break;
-    }
-    case DistKind::Empirical: {
-      const double u = rng.uniform();
-      const auto it = std::lower_bound(cdf_.begin(), cdf_.end(), u);
-      v = values_[static_cast<std::size_t>(std::min<std::ptrdiff_t>(it - cdf_.begin(),
-                                                                    static_cast<std::ptrdiff_t>(values_.size()) - 1))];
+    case DistKind::Normal:
+      v = a_ + b_ * rng.normal();
       break;
-    }
+    case DistKind::LogNormal:
+      v = a_ * std::exp(sigma_ * rng.normal());
+      break;
+    case DistKind::Uniform:
+      v = a_ + (b_ - a_) * rng.uniform();
+      break;
+    case DistKind::Exponential:
+      v = rng.exponential(a_);
+      break;
+    case DistKind::Mix:
+      v = static_cast<double>(parts_[pick(cdf_, rng.uniform())](rng));
+      break;
+    case DistKind::Empirical:
+      v = values_[pick(cdf_, rng.uniform())];
+      break;
   }
   v += shift_;
   v = std::clamp(v, lo_, hi_);
