@@ -25,18 +25,13 @@ namespace {
 class HostTick : public HostHrtimer {
  public:
   HostTick(Tsc period, Sampler cost) : HostHrtimer("tick_sched_timer"), period_(period), cost_(std::move(cost)) {}
-  void start(Pcpu& cpu, Tsc first) {
-    expires_next_ = first;
-    cpu.hrtimers().start(this, first);
-  }
   Tsc fn(Pcpu& cpu, Tsc /*now*/) override {
-    cpu.hrtimers().start(this, expires_next_ += period_);
+    cpu.hrtimers().start(this, expires() + period_);  // hrtimer_forward()
     return cost_(cpu.rng());
   }
 
  private:
   Tsc period_;
-  Tsc expires_next_ = 0;
   Sampler cost_;
 };
 
@@ -197,7 +192,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         // The tick's phase against the workload's timers is arbitrary on a
         // real host; a fixed phase would hit the same wake-up every time.
         Rng phase = ctx.stream(fmt::format("pcpu{}.tick", cpu));
-        tick->start(*pcpu, static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
+        pcpu->hrtimers().start(tick.get(), static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
         m->ticks.push_back(std::move(tick));
       }
       m->pcpus.push_back(std::move(pcpu));

@@ -17,31 +17,34 @@ class HostHrtimer {
  public:
   explicit HostHrtimer(std::string name) : name_(std::move(name)) {}
   virtual ~HostHrtimer() = default;
-  // The timer function; returns its cost in cycles. May re-arm itself.
+  // The timer function; returns its cost in cycles. May re-arm itself; as in
+  // the kernel, expires() still holds the expiry that fired (hrtimer_forward).
   virtual Tsc fn(Pcpu& cpu, Tsc now) = 0;
 
   [[nodiscard]] Tsc expires() const { return expires_; }
-  [[nodiscard]] bool queued() const { return expires_ != kTscNever; }
+  [[nodiscard]] bool queued() const { return queued_; }
   [[nodiscard]] const std::string& name() const { return name_; }
 
  private:
   friend class HostHrtimerBase;
   std::string name_;
   Tsc expires_ = kTscNever;
+  bool queued_ = false;
 };
 
 class HostHrtimerBase {
  public:
   // hrtimer_start(HRTIMER_MODE_ABS_PINNED).
   void start(HostHrtimer* t, Tsc expires) {
-    if (!t->queued()) timers_.push_back(t);
+    if (!t->queued_) timers_.push_back(t);
+    t->queued_ = true;
     t->expires_ = expires;
   }
   // hrtimer_cancel().
   void cancel(HostHrtimer* t) {
-    if (!t->queued()) return;
+    if (!t->queued_) return;
     t->expires_ = kTscNever;
-    timers_.erase(std::remove(timers_.begin(), timers_.end(), t), timers_.end());
+    dequeue(t);
   }
   // Where the clockevent device (host LAPIC in TSC-deadline mode) is armed.
   [[nodiscard]] Tsc next_expiry() const {
@@ -57,13 +60,18 @@ class HostHrtimerBase {
       for (auto* t : timers_)
         if (t->expires_ <= now && (!first || t->expires_ < first->expires_)) first = t;
       if (!first) break;
-      cancel(first);
+      dequeue(first);  // __run_hrtimer(): dequeued, expiry kept for the callback
       cost += first->fn(cpu, now);
     }
     return cost;
   }
 
  private:
+  void dequeue(HostHrtimer* t) {
+    t->queued_ = false;
+    timers_.erase(std::remove(timers_.begin(), timers_.end(), t), timers_.end());
+  }
+
   std::vector<HostHrtimer*> timers_;
 };
 
