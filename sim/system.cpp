@@ -14,6 +14,7 @@
 #include "sim/core/exit_stats.h"
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/guest_kernel.h"
+#include "sim/guest/kut.h"
 #include "sim/sched/pcpu.h"
 #include "sim/sched/topology.h"
 #include "sim/vmx/vcpu.h"
@@ -38,16 +39,18 @@ class HostTick : public HostHrtimer {
 // Prints "cyclictest 123000/600000 loops" on a terminal now and then.
 class Progress : public ModelObserver {
  public:
-  explicit Progress(std::uint64_t total) : total_(total), step_(total / 100 ? total / 100 : 1) {}
+  Progress(std::string what, std::uint64_t total)
+      : what_(std::move(what)), total_(total), step_(total / 100 ? total / 100 : 1) {}
   void on_latency_sample(int, int, Tsc, Tsc, std::int64_t) override {
     if (++n_ % step_ == 0 || n_ == total_)
-      std::fprintf(stderr, "\r[kvmsim] cyclictest %llu/%llu loops (%3llu%%)",
+      std::fprintf(stderr, "\r[kvmsim] %s %llu/%llu samples (%3llu%%)", what_.c_str(),
                    static_cast<unsigned long long>(n_), static_cast<unsigned long long>(total_),
                    static_cast<unsigned long long>(n_ * 100 / total_));
   }
   ~Progress() override { std::fprintf(stderr, "\n"); }
 
  private:
+  std::string what_;
   std::uint64_t total_, step_, n_ = 0;
 };
 
@@ -59,6 +62,7 @@ struct Model {
   std::vector<std::unique_ptr<GuestKernel>> guests;
   std::vector<std::unique_ptr<HostTick>> ticks;
   std::unique_ptr<Cyclictest> cyclictest;
+  std::unique_ptr<KutGuest> kut;  // kvm-unit-tests workloads replace the Linux guest
   ExitStats exit_stats;
   LatencyBreakdown breakdown;
   std::unique_ptr<Progress> progress;
@@ -119,7 +123,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
 
   VcpuCosts vc;
   vc.vmexit = S(p, clk, "cost.vmexit");
+  vc.vmx_vcpu_run = S(p, clk, "cost.vmx_vcpu_run");
   vc.vmentry = S(p, clk, "cost.vmentry");
+  vc.exit_fastpath = S(p, clk, "cost.exit_fastpath");
+  vc.fastpath_wrmsr = S(p, clk, "cost.fastpath_wrmsr");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
   vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
@@ -133,6 +140,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   lc.apic_timer_fn = S(p, clk, "cost.lapic.apic_timer_fn");
   lc.inject_timer_irq = S(p, clk, "cost.lapic.inject_timer_irq");
   lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
+  lc.wait_lapic_expire = S(p, clk, "cost.lapic.wait_lapic_expire");
+  lc.eoi = S(p, clk, "cost.lapic.eoi");
 
   GuestCosts gc;
   gc.irq_entry = S(p, clk, "cost.guest.irq_entry");
@@ -144,12 +153,16 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
 
   VmxConfig vmx;
   vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
+  vmx.exit_fastpath = p.b("kvm.exit_fastpath");
   LapicConfig lcfg;
   lcfg.hv_timer_available = p.b("kvm.enable_hv_timer") &&
                             vmx_preemption_timer_usable(clk.tsc_khz, vmx.preemption_timer_rate);
   lcfg.apicv = p.b("platform.apicv");
   lcfg.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");
   lcfg.hv_timer_advance = p.b("kvm.hv_timer_advance");
+  lcfg.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"
+                       ? WaitLapicExpireSite::VcpuEnterGuest
+                       : WaitLapicExpireSite::VmxVcpuRun;
 
   TscScaling tsc;
   const auto guest_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
@@ -160,22 +173,57 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const auto tick_hz = p.i("host.tick_hz");
   const Sampler tick_cost = S(p, clk, "cost.host.tick");
 
-  // Workload: cyclictest on one vCPU of VM 0.
+  // Workload: cyclictest in a Linux guest (one vCPU of VM 0), or a
+  // kvm-unit-tests program on a 1-vCPU VM.
+  const std::string workload = p.s("workload.type");
+  const bool kut = workload != "cyclictest";
+  if (kut && (vms != 1 || vcpus_per_vm != 1))
+    config_error(fmt::format("{}: key 'workload.type': kvm-unit-tests '{}' runs on one VM with "
+                             "one vCPU (-smp 1); set vm.count: 1 and vm.vcpus: 1",
+                             p.origin("workload.type"), workload));
   const auto ct_vcpu = p.i("cyclictest.vcpu");
-  if (ct_vcpu >= vcpus_per_vm)
+  if (!kut && ct_vcpu >= vcpus_per_vm)
     config_error(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
                              p.origin("cyclictest.vcpu"), ct_vcpu, vcpus_per_vm));
-  CyclictestConfig cc;
-  cc.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
-  cc.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
-  cc.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
-  CyclictestCosts ctc{S(p, clk, "cost.cyclictest.nanosleep_enter"),
-                      S(p, clk, "cost.cyclictest.nanosleep_return")};
-  m->cyclictest = std::make_unique<Cyclictest>(cc, ctc, [] { sc_core::sc_stop(); });
-  if (opts.progress && isatty(STDERR_FILENO)) {
-    m->progress = std::make_unique<Progress>(cc.loops);
+  auto stop = [] { sc_core::sc_stop(); };
+  std::uint64_t progress_total = 0;
+  if (workload == "cyclictest") {
+    CyclictestConfig cc;
+    cc.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
+    cc.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
+    cc.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
+    CyclictestCosts ctc{S(p, clk, "cost.cyclictest.nanosleep_enter"),
+                        S(p, clk, "cost.cyclictest.nanosleep_return")};
+    m->cyclictest = std::make_unique<Cyclictest>(cc, ctc, stop);
+    progress_total = cc.loops;
+  } else if (workload == "tscdeadline_latency") {
+    progress_total = static_cast<std::uint64_t>(p.i("tscdeadline_latency.size"));
+  }
+  std::vector<std::string> vmexit_tests;
+  if (workload == "vmexit") {
+    const std::string& list = p.s("vmexit.tests");
+    std::size_t pos = 0;
+    while (pos <= list.size()) {
+      const std::size_t comma = std::min(list.find(',', pos), list.size());
+      std::string name = list.substr(pos, comma - pos);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (!VmexitTimerTests::known_test(name))
+        config_error(fmt::format("{}: key 'vmexit.tests': unknown test '{}' (modelled: "
+                                 "tscdeadline, tscdeadline_immed)",
+                                 p.origin("vmexit.tests"), name));
+      vmexit_tests.push_back(name);
+      pos = comma + 1;
+    }
+  }
+  if (opts.progress && progress_total && isatty(STDERR_FILENO)) {
+    m->progress = std::make_unique<Progress>(workload, progress_total);
     ctx.obs.add(m->progress.get());
   }
+  KutCosts kc;
+  if (kut)
+    kc = KutCosts{S(p, clk, "cost.kut.irq_delivery"), S(p, clk, "cost.kut.isr"),
+                  S(p, clk, "cost.kut.iret"), S(p, clk, "cost.kut.loop")};
 
   for (int vm = 0; vm < vms; ++vm) {
     for (int v = 0; v < vcpus_per_vm; ++v) {
@@ -183,9 +231,23 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       const int cpu = static_cast<int>(pin[static_cast<std::size_t>(idx)]);
       auto pcpu = std::make_unique<Pcpu>(fmt::format("pcpu{}", cpu).c_str(), cpu, ctx, pc);
       auto vcpu = std::make_unique<Vcpu>(idx, vm, *pcpu, vc, vmx, lcfg, lc, tsc);
-      auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz);
-      vcpu->set_guest(guest.get());
-      if (vm == 0 && v == ct_vcpu) guest->add_task(m->cyclictest.get());
+      if (workload == "tscdeadline_latency") {
+        TscdeadlineLatencyConfig tc;
+        tc.delta = static_cast<std::uint64_t>(p.i("tscdeadline_latency.delta"));
+        tc.size = static_cast<std::uint64_t>(p.i("tscdeadline_latency.size"));
+        tc.breakmax = static_cast<std::uint64_t>(p.i("tscdeadline_latency.breakmax"));
+        m->kut = std::make_unique<TscdeadlineLatencyTest>(*vcpu, kc, tc, stop);
+        vcpu->set_guest(m->kut.get());
+      } else if (workload == "vmexit") {
+        m->kut = std::make_unique<VmexitTimerTests>(
+            *vcpu, kc, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")), stop);
+        vcpu->set_guest(m->kut.get());
+      } else {
+        auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz);
+        vcpu->set_guest(guest.get());
+        if (vm == 0 && v == ct_vcpu) guest->add_task(m->cyclictest.get());
+        m->guests.push_back(std::move(guest));
+      }
       if (tick_hz > 0) {
         const Tsc period = clk.tsc_khz * 1000 / static_cast<Tsc>(tick_hz);
         auto tick = std::make_unique<HostTick>(period, tick_cost);
@@ -197,7 +259,6 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       }
       m->pcpus.push_back(std::move(pcpu));
       m->vcpus.push_back(std::move(vcpu));
-      m->guests.push_back(std::move(guest));
     }
   }
   for (auto& v : m->vcpus) v->start();
@@ -233,15 +294,39 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   std::stable_sort(r.exits.begin(), r.exits.end(),
                    [](const ExitRow& a, const ExitRow& b) { return a.count > b.count; });
 
-  const auto& h = m->cyclictest->histogram();
-  r.histogram = h;
-  mt["cyclictest.loops"] = static_cast<double>(h.samples());
-  mt["cyclictest.min_us"] = static_cast<double>(h.min_us());
-  mt["cyclictest.avg_us"] = h.avg_us();
-  mt["cyclictest.max_us"] = static_cast<double>(h.max_us());
-  mt["cyclictest.p50_us"] = h.percentile_us(50);
-  mt["cyclictest.p99_us"] = h.percentile_us(99);
-  mt["cyclictest.overflows"] = static_cast<double>(h.overflows());
+  if (m->cyclictest) {
+    const auto& h = m->cyclictest->histogram();
+    r.histogram = h;
+    mt["cyclictest.loops"] = static_cast<double>(h.samples());
+    mt["cyclictest.min_us"] = static_cast<double>(h.min_us());
+    mt["cyclictest.avg_us"] = h.avg_us();
+    mt["cyclictest.max_us"] = static_cast<double>(h.max_us());
+    mt["cyclictest.p50_us"] = h.percentile_us(50);
+    mt["cyclictest.p99_us"] = h.percentile_us(99);
+    mt["cyclictest.overflows"] = static_cast<double>(h.overflows());
+  }
+  if (auto* t = dynamic_cast<TscdeadlineLatencyTest*>(m->kut.get())) {
+    // The test's own summary: latencies in guest TSC cycles.
+    const auto& lat = t->latencies();
+    double sum = 0;
+    std::int64_t lo = lat.empty() ? 0 : lat.front(), hi = lo;
+    for (auto l : lat) {
+      sum += static_cast<double>(l);
+      lo = std::min(lo, l);
+      hi = std::max(hi, l);
+    }
+    mt["tscdeadline_latency.samples"] = static_cast<double>(lat.size());
+    mt["tscdeadline_latency.avg_cycles"] = lat.empty() ? 0 : sum / static_cast<double>(lat.size());
+    mt["tscdeadline_latency.min_cycles"] = static_cast<double>(lo);
+    mt["tscdeadline_latency.max_cycles"] = static_cast<double>(hi);
+    r.tscdeadline_latencies = lat;
+  }
+  if (auto* t = dynamic_cast<VmexitTimerTests*>(m->kut.get())) {
+    for (const auto& res : t->results()) {
+      mt["vmexit." + res.name + ".cycles"] = static_cast<double>(res.cycles);
+      mt["vmexit." + res.name + ".iterations"] = static_cast<double>(res.iterations);
+    }
+  }
 
   double sum = 0;
   for (int s = 0; s < kStageCount; ++s) {
@@ -266,6 +351,29 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   std::uint64_t fallbacks = 0;
   for (const auto& v : m->vcpus) fallbacks += v->stats().hv_timer_fallbacks;
   mt["vmx.hv_timer_fallbacks"] = static_cast<double>(fallbacks);
+  std::uint64_t reenter = 0, handled = 0;
+  WaitLapicExpireStats w;
+  for (const auto& v : m->vcpus) {
+    reenter += v->stats().fastpath_reenter;
+    handled += v->stats().fastpath_exit_handled;
+    const auto& ws = v->lapic().wait_stats();
+    w.calls += ws.calls;
+    w.early += ws.early;
+    w.late += ws.late;
+    w.delta_sum += ws.delta_sum;
+    w.spin_cycles += ws.spin_cycles;
+  }
+  mt["vmx.fastpath.reenter_guest"] = static_cast<double>(reenter);
+  mt["vmx.fastpath.exit_handled"] = static_cast<double>(handled);
+  mt["lapic.wait_lapic_expire.calls"] = static_cast<double>(w.calls);
+  mt["lapic.wait_lapic_expire.early"] = static_cast<double>(w.early);
+  mt["lapic.wait_lapic_expire.late"] = static_cast<double>(w.late);
+  mt["lapic.wait_lapic_expire.avg_delta_cycles"] =
+      w.calls ? w.delta_sum / static_cast<double>(w.calls) : 0.0;
+  mt["lapic.wait_lapic_expire.spin_ns"] = clk.to_ns(static_cast<double>(w.spin_cycles));
+  // The advance the measuring vCPU ended with (the adaptive value, or the fixed one).
+  const std::size_t wv = kut ? 0 : static_cast<std::size_t>(ct_vcpu);
+  mt["lapic.timer_advance_ns"] = static_cast<double>(m->vcpus[wv]->lapic().timer_advance_ns());
   // The model is torn down by the process exit: SystemC objects cannot be
   // destroyed and re-elaborated within one process.
   m.release();

@@ -26,6 +26,8 @@ class ModelObserver {
   virtual void on_latency_sample(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/, Tsc /*t*/,
                                  std::int64_t /*latency_ns*/) {}
   virtual void on_hv_timer_state(int /*vcpu*/, bool /*hv_timer*/, Tsc /*t*/) {}
+  // kvm_wait_lapic_expire: delta = guest TSC - deadline (< 0: early).
+  virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {}
 };
@@ -52,6 +54,9 @@ class Observers {
   }
   void hv_timer_state(int vcpu, bool on, Tsc t) const {
     for (auto* o : list_) o->on_hv_timer_state(vcpu, on, t);
+  }
+  void wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) const {
+    for (auto* o : list_) o->on_wait_lapic_expire(vcpu, delta, t);
   }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);

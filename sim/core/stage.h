@@ -12,7 +12,9 @@ enum class Stage : std::uint8_t {
   VmExit,          // hardware exit + vmx_vcpu_run() exit half
   HandleExit,      // vmx_handle_exit() dispatch + exit handler
   VcpuEnterGuest,  // vcpu_enter_guest(): requests, injection, IRQs off
-  VmEntry,         // vmx_vcpu_run() entry half + hardware entry
+  VmxVcpuRun,      // vmx_vcpu_run() software entry half (vmx_update_hv_timer ..)
+  VmEntry,         // VMRESUME + hardware entry
+  ExitFastpath,    // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
   WaitLapicExpire, // kvm_wait_lapic_expire() busy-wait
   // host, interrupts
   HostIrq,         // host hard IRQ (entry, handlers, irq_exit, softirqs)
@@ -35,7 +37,9 @@ inline std::string_view stage_name(Stage s) {
     case Stage::VmExit: return "vmexit";
     case Stage::HandleExit: return "handle_exit";
     case Stage::VcpuEnterGuest: return "vcpu_enter_guest";
+    case Stage::VmxVcpuRun: return "vmx_vcpu_run";
     case Stage::VmEntry: return "vmentry";
+    case Stage::ExitFastpath: return "exit_fastpath";
     case Stage::WaitLapicExpire: return "wait_lapic_expire";
     case Stage::HostIrq: return "host_irq";
     case Stage::HostIdle: return "host_idle";

@@ -6,8 +6,28 @@ namespace kvmsim {
 void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.idle", ParamType::String, "poll", "", {}, {}, {"poll"},
              "Guest idle loop: poll (idle=poll, never HLTs)."});
-  r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {}, {"cyclictest"},
-             "Guest workload."});
+  r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {},
+             {"cyclictest", "tscdeadline_latency", "vmexit"},
+             "Guest workload: cyclictest in a Linux guest, or the kvm-unit-tests programs "
+             "x86/tscdeadline_latency (busy-wait variant) and x86/vmexit (timer tests)."});
+  r.declare({"tscdeadline_latency.delta", ParamType::Int, "200000", "cycles", 1000, 1e12, {},
+             "tscdeadline_latency argv[1]: guest TSC cycles from one interrupt to the next deadline."});
+  r.declare({"tscdeadline_latency.size", ParamType::Int, "10000", "count", 1, 1e9, {},
+             "tscdeadline_latency argv[2]: samples to record (TABLE_SIZE is 10000 in the test)."});
+  r.declare({"tscdeadline_latency.breakmax", ParamType::Int, "0", "cycles", 0, 1e12, {},
+             "tscdeadline_latency argv[3]: stop at the first latency above this (0 = never)."});
+  r.declare({"vmexit.tests", ParamType::String, "tscdeadline_immed,tscdeadline", "", {}, {}, {},
+             "x86/vmexit tests to run in order, comma-separated (tscdeadline, tscdeadline_immed)."});
+  r.declare({"vmexit.goal_cycles", ParamType::Int, "1073741824", "cycles", 1000, 1e13, {},
+             "vmexit.c GOAL: iterations double (from 64) until one batch takes this many cycles."});
+  r.declare({"cost.kut.irq_delivery", ParamType::Dist, "300cyc", "time", {}, {}, {},
+             "kvm-unit-tests: IDT vectoring and the handler stub up to the handler's rdtsc."});
+  r.declare({"cost.kut.isr", ParamType::Dist, "100cyc", "time", {}, {}, {},
+             "kvm-unit-tests: handler body between rdtsc and its WRMSR / EOI."});
+  r.declare({"cost.kut.iret", ParamType::Dist, "150cyc", "time", {}, {}, {},
+             "kvm-unit-tests: EOI (virtualized with APICv), stub epilogue and IRET."});
+  r.declare({"cost.kut.loop", ParamType::Dist, "50cyc", "time", {}, {}, {},
+             "kvm-unit-tests: loop body around the measured instructions (rdtsc, nop, branch)."});
   r.declare({"cyclictest.loops", ParamType::Int, "600000", "count", 1, 1e10, {},
              "cyclictest -l: measurement loops."});
   r.declare({"cyclictest.interval_us", ParamType::Int, "1000", "us", 10, 1e7, {},

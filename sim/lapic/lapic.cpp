@@ -1,11 +1,56 @@
 #include "sim/lapic/lapic.h"
 
+#include <algorithm>
+
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
 
 KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
-    : HostHrtimer("apic_timer_fn"), vcpu_(vcpu), cfg_(cfg), costs_(std::move(costs)) {}
+    : HostHrtimer("apic_timer_fn"), vcpu_(vcpu), cfg_(cfg), costs_(std::move(costs)) {
+  // kvm_create_lapic(): -1 selects the adaptive advance, starting at 1000 ns.
+  advance_adaptive_ = cfg_.timer_advance_ns < 0;
+  timer_advance_ns_ = advance_adaptive_ ? LAPIC_TIMER_ADVANCE_NS_INIT : cfg_.timer_advance_ns;
+}
+
+std::uint64_t KvmLapic::timer_advance_cycles() const {
+  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
+  return static_cast<std::uint64_t>(
+      static_cast<u128>(timer_advance_ns_) * virtual_tsc_khz / 1000000u);
+}
+
+// kvm_wait_lapic_expire() -> __kvm_wait_lapic_expire(). Acts only when the
+// timer that expired early is the interrupt going into the guest on this
+// entry (lapic_timer_int_injected: the vector is in the vIRR / being
+// injected) and an advance is configured.
+Tsc KvmLapic::wait_lapic_expire(Tsc now) {
+  if (!expired_tscdeadline_ || timer_advance_ns_ == 0 || !irr_timer_) return 0;
+  const std::uint64_t deadline = expired_tscdeadline_;
+  expired_tscdeadline_ = 0;
+  const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
+  const auto delta = static_cast<std::int64_t>(guest_tsc - deadline);  // < 0: early
+  vcpu_.ctx().obs.wait_lapic_expire(vcpu_.id(), delta, now);
+  ++wait_stats_.calls;
+  ++(delta < 0 ? wait_stats_.early : wait_stats_.late);
+  wait_stats_.delta_sum += static_cast<double>(delta);
+  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
+  // The spin is capped at one advance period (measured before tuning).
+  const std::uint64_t cap = timer_advance_cycles();
+  if (advance_adaptive_)
+    timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, virtual_tsc_khz);
+  Tsc spin = 0;
+  if (guest_tsc < deadline) {
+    // __wait_lapic_expire(): __delay(min(guest cycles, advance)) at the
+    // default ratio; ndelay() of the same span in ns when TSC is scaled.
+    const std::uint64_t guest_cycles = std::min(deadline - guest_tsc, cap);
+    spin = vcpu_.tsc().scaled()
+               ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
+                     static_cast<u128>(guest_cycles) * 1000000u / virtual_tsc_khz))
+               : guest_cycles;
+  }
+  wait_stats_.spin_cycles += spin;
+  return spin + costs_.wait_lapic_expire(vcpu_.rng());
+}
 
 // kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.
 Tsc KvmLapic::set_tscdeadline_msr(std::uint64_t data, Tsc now) {
@@ -77,7 +122,7 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
   const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
   const std::uint64_t ns = static_cast<std::uint64_t>(
       (static_cast<u128>(delta) * 1000000u) / virtual_tsc_khz);
-  const auto advance = static_cast<std::uint64_t>(cfg_.timer_advance_ns);
+  const auto advance = static_cast<std::uint64_t>(timer_advance_ns_);
   Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
   if (tscdeadline_ > guest_tsc && ns > advance) {
     // expire = ktime_get() + ns - advance, on the host clock (host TSC ns).
@@ -115,6 +160,8 @@ Tsc KvmLapic::local_deliver_timer(Tsc /*now*/) {
   pending_ = 0;
   return costs_.inject_timer_irq(vcpu_.rng());
 }
+
+Tsc KvmLapic::eoi() { return costs_.eoi(vcpu_.rng()); }
 
 Tsc KvmLapic::inject_pending_timer_irqs(Tsc now) {
   if (!pending_) return 0;

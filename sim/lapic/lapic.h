@@ -23,13 +23,57 @@ struct LapicCosts {
   Sampler apic_timer_fn;         // apic_timer_fn() -> apic_timer_expired() + kick
   Sampler inject_timer_irq;      // kvm_apic_inject_pending_timer_irqs() -> local deliver
   Sampler expired_hv_timer;      // kvm_lapic_expired_hv_timer() (excluding injection)
+  Sampler wait_lapic_expire;     // __kvm_wait_lapic_expire() itself: rdtsc, trace, tuning
+  Sampler eoi;                   // apic_set_eoi() for a trapped EOI write (no APICv)
+};
+
+// Where kvm_wait_lapic_expire() is called. Before v5.3 (commit c5ce8235cffa,
+// Wanpeng Li 2019) vcpu_enter_guest() called it ahead of kvm_x86_ops->run(),
+// leaving vmx_vcpu_run()'s software entry half (~700 cycles on a Haswell
+// desktop) between the end of the busy-wait and the world switch; since then
+// vmx_vcpu_run() calls it right before VMRESUME.
+enum class WaitLapicExpireSite : std::uint8_t { VmxVcpuRun, VcpuEnterGuest };
+
+// lapic.c constants of the adaptive advance (since ~v5.4).
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_NS_INIT = 1000;
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_NS_MAX = 5000;
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_ADJUST_MIN = 100;    // guest cycles
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_ADJUST_MAX = 10000;  // guest cycles
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_ADJUST_STEP = 8;
+
+// adjust_lapic_timer_advance(): one tuning step from the error `delta` (guest
+// TSC at the wait minus the deadline; < 0 = the timer fired early). Errors
+// outside [ADJUST_MIN, ADJUST_MAX] cycles are ignored; the step is 1/8 of
+// the error in ns; a value above NS_MAX (or below zero, which wraps the
+// kernel's u32) restarts from NS_INIT. Tuning never stops.
+inline std::int64_t adjust_lapic_timer_advance(std::int64_t advance_ns, std::int64_t delta,
+                                               std::uint64_t virtual_tsc_khz) {
+  const std::int64_t mag = delta < 0 ? -delta : delta;
+  if (mag > LAPIC_TIMER_ADVANCE_ADJUST_MAX || mag < LAPIC_TIMER_ADVANCE_ADJUST_MIN)
+    return advance_ns;
+  const auto ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(mag) * 1000000u /
+                                            virtual_tsc_khz);
+  advance_ns += delta < 0 ? -(ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP)
+                          : ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP;
+  if (advance_ns > LAPIC_TIMER_ADVANCE_NS_MAX || advance_ns < 0)
+    advance_ns = LAPIC_TIMER_ADVANCE_NS_INIT;
+  return advance_ns;
+}
+
+struct WaitLapicExpireStats {
+  std::uint64_t calls = 0, early = 0, late = 0;
+  double delta_sum = 0;  // guest cycles
+  Tsc spin_cycles = 0;   // host cycles spent busy-waiting
 };
 
 struct LapicConfig {
   bool hv_timer_available = true;  // kvm_can_use_hv_timer(): enable_hv_timer && !mwait/posted
   bool apicv = true;               // APICv: inject from the exit path directly into vIRR
-  std::int64_t timer_advance_ns = 0;  // lapic_timer_advance_ns (>= 0 here; adaptive later)
-  bool hv_timer_advance = true;       // vmx_set_hv_timer() subtracts the advance
+  // kvm.lapic_timer_advance_ns: 0 = off, N = fixed ns, -1 = adaptive
+  // (starts at LAPIC_TIMER_ADVANCE_NS_INIT and tunes itself).
+  std::int64_t timer_advance_ns = 0;
+  bool hv_timer_advance = true;  // vmx_set_hv_timer() subtracts the advance
+  WaitLapicExpireSite wait_site = WaitLapicExpireSite::VmxVcpuRun;
 };
 
 class KvmLapic : public HostHrtimer {
@@ -45,6 +89,18 @@ class KvmLapic : public HostHrtimer {
   // Around blocking (vmx_pre_block / vmx_post_block, later vcpu_block()).
   Tsc switch_to_sw_timer(Tsc now);
   Tsc switch_to_hv_timer(Tsc now);
+
+  // kvm_wait_lapic_expire(): before VM entry, if the timer interrupt being
+  // injected fired early because of the advance, busy-wait until the guest
+  // deadline (at most one advance period), tuning the advance on the way.
+  // Returns the host cycles the call takes (0 = it did nothing).
+  Tsc wait_lapic_expire(Tsc now);
+  // nsec_to_cycles(vcpu, timer_advance_ns): the advance in guest cycles.
+  [[nodiscard]] std::uint64_t timer_advance_cycles() const;
+  [[nodiscard]] std::int64_t timer_advance_ns() const { return timer_advance_ns_; }
+  [[nodiscard]] bool can_use_hv_timer() const { return cfg_.hv_timer_available; }
+  [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
+  Tsc eoi();  // apic_set_eoi() of a trapped EOI write
 
   // The hrtimer function: apic_timer_fn(), in host hard-IRQ context.
   Tsc fn(Pcpu& cpu, Tsc now) override;
@@ -73,6 +129,9 @@ class KvmLapic : public HostHrtimer {
   LapicCosts costs_;
   std::uint64_t tscdeadline_ = 0;          // guest TSC, 0 = disarmed
   std::uint64_t expired_tscdeadline_ = 0;  // for kvm_wait_lapic_expire()
+  std::int64_t timer_advance_ns_ = 0;      // lapic_timer.timer_advance_ns
+  bool advance_adaptive_ = false;          // lapic_timer_advance_dynamic
+  WaitLapicExpireStats wait_stats_;
   int pending_ = 0;                        // lapic_timer.pending
   bool hv_timer_in_use_ = false;
   bool irr_timer_ = false;                 // LVTT vector pending in the (v)IRR

@@ -43,5 +43,6 @@ inline std::string_view exit_reason_name(ExitReason r) {
 
 // MSRs the model handles.
 inline constexpr std::uint32_t MSR_IA32_TSC_DEADLINE = 0x6e0;
+inline constexpr std::uint32_t MSR_X2APIC_EOI = 0x80b;
 
 }  // namespace kvmsim

@@ -11,6 +11,9 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"kvm.enable_hv_timer", ParamType::Bool, "true", "bool", {}, {}, {},
              "kvm_intel.preemption_timer: emulate the TSC-deadline timer with the VMX "
              "preemption timer (else a host hrtimer)."});
+  r.declare({"kvm.exit_fastpath", ParamType::Bool, "false", "bool", {}, {}, {},
+             "vmx_exit_handlers_fastpath() (v5.8+): the TSC-deadline WRMSR and the preemption "
+             "timer are handled with IRQs off and the vCPU re-enters (REENTER_GUEST)."});
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
@@ -21,8 +24,12 @@ void declare_vmx_params(ParamRegistry& r) {
              "VMCS TSC offset added to the (scaled) host TSC."});
   r.declare({"cost.vmexit", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Hardware VM exit + vmx_vcpu_run() exit half (until handle_exit_irqoff)."});
+  r.declare({"cost.vmx_vcpu_run", ParamType::Dist, "0ns", "time", {}, {}, {},
+             "vmx_vcpu_run() software entry half from vmx_update_hv_timer() to the "
+             "kvm_wait_lapic_expire() call (v5.3+ site); 0 = folded into cost.vmentry."});
   r.declare({"cost.vmentry", ParamType::Dist, "400ns", "time", {}, {}, {},
-             "vmx_vcpu_run() entry half (from vmx_update_hv_timer) + hardware VM entry."});
+             "VMRESUME + hardware VM entry up to the first guest instruction (plus the "
+             "software entry half when cost.vmx_vcpu_run is 0)."});
   r.declare({"cost.vcpu_enter_guest", ParamType::Dist, "300ns", "time", {}, {}, {},
              "vcpu_enter_guest() from a handled exit to vmx_vcpu_run() (requests, IRQs off)."});
   r.declare({"cost.handle_exit", ParamType::Dist, "100ns", "time", {}, {}, {},
@@ -33,6 +40,11 @@ void declare_vmx_params(ParamRegistry& r) {
              "handle_preemption_timer() itself (LAPIC work counted separately)."});
   r.declare({"cost.handle_external_interrupt", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_external_interrupt() after the host handler ran."});
+  r.declare({"cost.exit_fastpath", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "vmx_exit_handlers_fastpath() dispatch + one REENTER_GUEST loop turn "
+             "(sync_pir_to_irr, kvm_vcpu_exit_request)."});
+  r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }
 
 }  // namespace kvmsim

@@ -20,13 +20,8 @@ void Vcpu::start() {
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
 bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired) {
-  const auto& clk = ctx().clock;
-  std::uint64_t advance = 0;
-  if (lapic_.config().hv_timer_advance && lapic_.config().timer_advance_ns > 0) {
-    // nsec_to_cycles(vcpu, timer_advance_ns): guest cycles.
-    advance = TscClock{tsc_.scale(clk.tsc_khz)}.ns_to_cycles(
-        static_cast<std::uint64_t>(lapic_.config().timer_advance_ns));
-  }
+  // Kernels before 2019 did not subtract the advance on this path.
+  const std::uint64_t advance = lapic_.config().hv_timer_advance ? lapic_.timer_advance_cycles() : 0;
   const auto r = vmx_set_hv_timer(tsc_, vmx_.preemption_timer_rate, now, guest_deadline_tsc, advance);
   if (!r.ok) {
     ++stats_.hv_timer_fallbacks;
@@ -45,10 +40,16 @@ void Vcpu::kick(Tsc /*now*/) {
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
-    case State::EnterGuest: begin_vmentry(now); break;
+    case State::EnterGuest: after_vcpu_enter_guest(now); break;
+    case State::WaitEarly: begin_vmx_vcpu_run(now); break;
+    case State::VmxVcpuRun: after_vmx_vcpu_run(now); break;
+    case State::WaitLate: begin_vmentry(now); break;
     case State::VmEntry: enter_guest_mode(now); break;
     case State::InGuest: guest_step(now); break;
-    case State::VmExit: handle_exit(now); break;
+    case State::VmExit:
+      if (!try_exit_fastpath(now)) handle_exit(now);
+      break;
+    case State::Fastpath: after_fastpath(now); break;
     case State::HostIrq: {
       state_ = State::HandleExit;
       pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
@@ -67,16 +68,92 @@ void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   pcpu_.run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
 }
 
+// Before v5.3 the advance busy-wait ended vcpu_enter_guest().
+void Vcpu::after_vcpu_enter_guest(Tsc now) {
+  if (lapic_.config().wait_site == WaitLapicExpireSite::VcpuEnterGuest) {
+    if (const Tsc spin = lapic_.wait_lapic_expire(now)) {
+      state_ = State::WaitEarly;
+      pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+      return;
+    }
+  }
+  begin_vmx_vcpu_run(now);
+}
+
 // vmx_vcpu_run(): vmx_update_hv_timer() loads the counter from the absolute
 // deadline with rdtsc() now; the counter only starts once the guest runs, so
-// the entry path itself makes the timer late by its length.
-void Vcpu::begin_vmentry(Tsc now) {
-  state_ = State::VmEntry;
+// the rest of the entry path makes the timer late by its length.
+void Vcpu::begin_vmx_vcpu_run(Tsc now) {
   preemption_timer_loaded_ = hv_deadline_tsc_ != kHvDeadlineNone;
   if (preemption_timer_loaded_)
     preemption_timer_value_ =
         vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
+  if (const Tsc c = costs_.vmx_vcpu_run(rng())) {
+    state_ = State::VmxVcpuRun;
+    pcpu_.run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
+    return;
+  }
+  after_vmx_vcpu_run(now);
+}
+
+// Since v5.3 kvm_wait_lapic_expire() is the last thing before the world switch.
+void Vcpu::after_vmx_vcpu_run(Tsc now) {
+  if (lapic_.config().wait_site == WaitLapicExpireSite::VmxVcpuRun) {
+    if (const Tsc spin = lapic_.wait_lapic_expire(now)) {
+      state_ = State::WaitLate;
+      pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+      return;
+    }
+  }
+  begin_vmentry(now);
+}
+
+void Vcpu::begin_vmentry(Tsc /*now*/) {
+  state_ = State::VmEntry;
   pcpu_.run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
+}
+
+// vmx_exit_handlers_fastpath(), called at the end of vmx_vcpu_run() with
+// interrupts still off: the TSC-deadline WRMSR (only when the hv timer can
+// be used) and the preemption timer are handled here. REENTER_GUEST goes
+// straight back to vmx_vcpu_run(), skipping handle_exit_irqoff, IRQ enable,
+// vmx_handle_exit() and vcpu_enter_guest()'s request processing.
+bool Vcpu::try_exit_fastpath(Tsc now) {
+  fastpath_ = ExitFastpath::None;
+  if (!vmx_.exit_fastpath) return false;
+  Tsc cost = 0;
+  if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_IA32_TSC_DEADLINE &&
+      lapic_.can_use_hv_timer()) {
+    // handle_fastpath_set_tscdeadline(): kvm_set_lapic_tscdeadline_msr() +
+    // skip the instruction.
+    ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+    cost = costs_.fastpath_wrmsr(rng()) + lapic_.set_tscdeadline_msr(exit_step_.value, now);
+  } else if (exit_reason_ == ExitReason::PREEMPTION_TIMER) {
+    // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
+    // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
+    // APICv posts the vector straight into the vIRR.
+    cost = lapic_.expired_hv_timer(now);
+  } else {
+    return false;
+  }
+  // The REENTER_GUEST loop: sync_pir_to_irr(), then kvm_vcpu_exit_request():
+  // a pending request (the timer interrupt waiting for
+  // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
+  // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
+  fastpath_ = lapic_.pending() ? ExitFastpath::ExitHandled : ExitFastpath::ReenterGuest;
+  ++(fastpath_ == ExitFastpath::ReenterGuest ? stats_.fastpath_reenter
+                                             : stats_.fastpath_exit_handled);
+  state_ = State::Fastpath;
+  pcpu_.run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
+  return true;
+}
+
+void Vcpu::after_fastpath(Tsc now) {
+  if (fastpath_ == ExitFastpath::ReenterGuest) {
+    begin_vmx_vcpu_run(now);
+    return;
+  }
+  handle_exit(now);  // EXIT_HANDLED: IRQ enable, vmx_handle_exit() returns at once
 }
 
 void Vcpu::enter_guest_mode(Tsc now) {
@@ -160,12 +237,15 @@ void Vcpu::handle_exit(Tsc now) {
 // returned cost is the length of the handle_exit stage.
 Tsc Vcpu::run_exit_handler(Tsc now) {
   Tsc cost = costs_.handle_exit(rng());
+  if (fastpath_ == ExitFastpath::ExitHandled) return cost;  // handled in the fastpath
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());
       if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
         ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
         cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
+      } else if (exit_step_.msr == MSR_X2APIC_EOI) {
+        cost += lapic_.eoi();  // x2APIC EOI trapped without APICv
       }
       break;
     case ExitReason::PREEMPTION_TIMER:

@@ -2,10 +2,13 @@
 // loop of arch/x86/kvm/x86.c with vmx_vcpu_run() and the exit handlers of
 // arch/x86/kvm/vmx/vmx.c, as a state machine of cost-bearing stages:
 //
-//   vcpu_enter_guest ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
-//          ▲                                                                       │
-//          └───────────────────────────────────────────────────────────────────────┘
+//   vcpu_enter_guest ─► vmx_vcpu_run ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
+//          ▲                  ▲                                     │                               │
+//          │                  └──── exit fastpath (REENTER_GUEST) ◄─┘                               │
+//          └────────────────────────────────────────────────────────────────────────────────────────┘
 //
+// kvm_wait_lapic_expire() runs either at the end of vcpu_enter_guest (before
+// v5.3) or inside vmx_vcpu_run right before the world switch (since).
 // The guest's code (sim/guest) runs inside the "guest" stage; it ends in an
 // exiting instruction, a host interrupt, or the VMX preemption timer.
 #pragma once
@@ -33,7 +36,7 @@ struct GuestStep {
   std::uint64_t value = 0;
 
   static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
-  static GuestStep idle() { return {Kind::Idle, Stage::GuestIdle, 0}; }
+  static GuestStep idle(Stage s = Stage::GuestIdle) { return {Kind::Idle, s, 0}; }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
     GuestStep g{Kind::Exit, Stage::Guest, 0};
     g.reason = ExitReason::MSR_WRITE;
@@ -59,20 +62,28 @@ class GuestVcpu {
 
 struct VcpuCosts {
   Sampler vmexit;           // hardware exit + vmx_vcpu_run() exit half
-  Sampler vmentry;          // vmx_vcpu_run() entry half + hardware entry
+  Sampler vmx_vcpu_run;     // vmx_vcpu_run() software entry half up to the world switch
+  Sampler vmentry;          // VMRESUME + hardware entry (+ whatever vmx_vcpu_run is not split out)
   Sampler vcpu_enter_guest; // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
   Sampler handle_exit;      // vmx_handle_exit() common dispatch
   Sampler handle_wrmsr;     // kvm_emulate_wrmsr() -> kvm_set_msr_common()
   Sampler handle_preemption_timer;  // handle_preemption_timer() (excluding lapic work)
   Sampler handle_external_interrupt;// handle_external_interrupt() after the host IRQ ran
+  Sampler exit_fastpath;    // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
+  Sampler fastpath_wrmsr;   // handle_fastpath_set_msr_irqoff() before the LAPIC work
 };
+
+// vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
+enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
 
 struct VmxConfig {
   unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
+  bool exit_fastpath = false;          // kernels >= v5.8 handle some exits with IRQs off
 };
 
 struct VcpuStats {
   std::uint64_t exits = 0, entries = 0, hv_timer_fallbacks = 0;
+  std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
 };
 
 class Vcpu : public HostThread {
@@ -108,10 +119,26 @@ class Vcpu : public HostThread {
   SimContext& ctx() { return pcpu_.ctx(); }
 
  private:
-  enum class State : std::uint8_t { EnterGuest, VmEntry, InGuest, VmExit, HostIrq, HandleExit };
+  enum class State : std::uint8_t {
+    EnterGuest,     // vcpu_enter_guest() segment
+    WaitEarly,      // kvm_wait_lapic_expire() at the pre-v5.3 site
+    VmxVcpuRun,     // vmx_vcpu_run() software entry half
+    WaitLate,       // kvm_wait_lapic_expire() right before the world switch
+    VmEntry,
+    InGuest,
+    VmExit,
+    Fastpath,       // vmx_exit_handlers_fastpath(), IRQs still off
+    HostIrq,
+    HandleExit
+  };
 
   void begin_vcpu_enter_guest(Tsc now);
+  void after_vcpu_enter_guest(Tsc now);
+  void begin_vmx_vcpu_run(Tsc now);
+  void after_vmx_vcpu_run(Tsc now);
   void begin_vmentry(Tsc now);
+  bool try_exit_fastpath(Tsc now);
+  void after_fastpath(Tsc now);
   void enter_guest_mode(Tsc now);
   void guest_step(Tsc now);
   void vmexit(ExitReason reason, Tsc now);
@@ -129,6 +156,7 @@ class Vcpu : public HostThread {
   State state_ = State::EnterGuest;
   ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
   GuestStep exit_step_;              // the exiting instruction, for its handler
+  ExitFastpath fastpath_ = ExitFastpath::None;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;

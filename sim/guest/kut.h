@@ -1,0 +1,134 @@
+// kvm-unit-tests guests: bare-metal test programs with no kernel, one vCPU,
+// an IDT and x2APIC, as x86/tscdeadline_latency.c and x86/vmexit.c run them.
+//
+// A KutGuest runs a main loop and, when the virtual APIC delivers the timer
+// vector, an interrupt handler (interrupts are off inside it, as on x86).
+// Each step is host cycles of guest work, a spin until the handler sets a
+// flag, or an exiting instruction (WRMSR). Times the tests measure are read
+// from the guest TSC (rdtsc), as the real tests do.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/core/dist.h"
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+
+struct KutCosts {
+  Sampler irq_delivery;  // IDT vectoring + handler stub up to its first rdtsc
+  Sampler isr;           // handler body between rdtsc and the next WRMSR / EOI
+  Sampler iret;          // EOI (virtualized with APICv) + stub epilogue + IRET
+  Sampler loop;          // harness / loop body around the measured instructions
+};
+
+class KutGuest : public GuestVcpu {
+ public:
+  KutGuest(Vcpu& vcpu, KutCosts costs, std::function<void()> on_done);
+
+  // GuestVcpu
+  GuestStep step(Tsc now) final;
+  void suspend(Tsc remaining) final;
+  [[nodiscard]] bool interruptible() const final { return !in_isr_; }
+  void deliver_interrupt(std::uint8_t vector, Tsc now) final;
+
+ protected:
+  // Next step of the main program / of the handler (step 0 is the entry).
+  virtual GuestStep main_step(Tsc now) = 0;
+  virtual GuestStep isr_step(int n, Tsc now) = 0;  // n = 0, 1, ...; return iret() to finish
+  // Main loop: a `while (!x);` spin the handler ends by calling spin_done().
+  GuestStep spin() { return GuestStep::idle(Stage::Guest); }
+  void spin_done() { spinning_done_ = true; }
+  GuestStep iret(Tsc now);  // the handler's last step
+  // apic_write(APIC_EOI): x2APIC MSR write, trapped unless APICv virtualizes it.
+  [[nodiscard]] bool eoi_exits() const { return !vcpu_.lapic().config().apicv; }
+  void done() {
+    finished_ = true;
+    if (on_done_) on_done_();
+  }
+
+  [[nodiscard]] std::uint64_t rdtsc(Tsc now) const { return vcpu_.guest_tsc(now); }
+  Vcpu& vcpu_;
+  KutCosts costs_;
+  Rng rng_;
+  bool finished_ = false;
+
+ private:
+  std::function<void()> on_done_;
+  bool in_isr_ = false;
+  int isr_n_ = 0;
+  bool spinning_done_ = false;
+  GuestStep last_;
+  GuestStep main_resume_, isr_resume_;
+  bool has_main_resume_ = false, has_isr_resume_ = false;
+};
+
+// x86/tscdeadline_latency.c: arm the TSC deadline `delta` cycles ahead; the
+// handler records rdtsc() - deadline (from the 2nd interrupt on) and re-arms
+// at rdtsc() + delta. This is the busy-wait variant (the main loop spins).
+struct TscdeadlineLatencyConfig {
+  std::uint64_t delta = 200000;  // guest TSC cycles
+  std::uint64_t size = 10000;    // samples (TABLE_SIZE)
+  std::uint64_t breakmax = 0;    // stop at the first latency above this (0 = off)
+};
+
+class TscdeadlineLatencyTest : public KutGuest {
+ public:
+  TscdeadlineLatencyTest(Vcpu& vcpu, KutCosts costs, TscdeadlineLatencyConfig cfg,
+                         std::function<void()> on_done);
+  [[nodiscard]] const std::vector<std::int64_t>& latencies() const { return table_; }
+  [[nodiscard]] bool hit_max() const { return hitmax_; }
+
+ protected:
+  GuestStep main_step(Tsc now) override;
+  GuestStep isr_step(int n, Tsc now) override;
+
+ private:
+  TscdeadlineLatencyConfig cfg_;
+  bool started_ = false;
+  bool first_ = true;       // the first interrupt is not recorded
+  bool hitmax_ = false;
+  bool rearm_ = false;
+  std::uint64_t exptime_ = 0;
+  std::uint64_t isr_now_ = 0;
+  std::vector<std::int64_t> table_;
+};
+
+// x86/vmexit.c timer tests under its harness: iterations start at 32 and
+// double until one batch takes GOAL cycles; the result is that batch's
+// cycles per iteration.
+//   tscdeadline_immed: WRMSR(TSC_DEADLINE, rdtsc()); nop
+//   tscdeadline:       x = 0; WRMSR(TSC_DEADLINE, rdtsc() + 3000); while (!x);
+// Both handlers do x++ and EOI.
+struct VmexitResult {
+  std::string name;
+  std::uint64_t iterations = 0;
+  std::uint64_t cycles = 0;  // per iteration, integer as printed
+};
+
+class VmexitTimerTests : public KutGuest {
+ public:
+  VmexitTimerTests(Vcpu& vcpu, KutCosts costs, std::vector<std::string> tests,
+                   std::uint64_t goal_cycles, std::function<void()> on_done);
+  [[nodiscard]] const std::vector<VmexitResult>& results() const { return results_; }
+  static bool known_test(const std::string& name);
+
+ protected:
+  GuestStep main_step(Tsc now) override;
+  GuestStep isr_step(int n, Tsc now) override;
+
+ private:
+  enum class Phase : std::uint8_t { BatchStart, Iter, AfterWrmsr, Spin, IterEnd, Finished };
+  std::vector<std::string> tests_;
+  std::uint64_t goal_;
+  std::size_t test_ = 0;
+  Phase phase_ = Phase::BatchStart;
+  std::uint64_t iterations_ = 32, i_ = 0, t1_ = 0;
+  int x_ = 0;
+  std::vector<VmexitResult> results_;
+};
+
+}  // namespace kvmsim
