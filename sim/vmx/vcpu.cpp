@@ -80,14 +80,9 @@ void Vcpu::after_vcpu_enter_guest(Tsc now) {
   begin_vmx_vcpu_run(now);
 }
 
-// vmx_vcpu_run(): vmx_update_hv_timer() loads the counter from the absolute
-// deadline with rdtsc() now; the counter only starts once the guest runs, so
-// the rest of the entry path makes the timer late by its length.
+// vmx_vcpu_run(): the software entry half (register and MSR state,
+// mitigations, perf MSRs).
 void Vcpu::begin_vmx_vcpu_run(Tsc now) {
-  preemption_timer_loaded_ = hv_deadline_tsc_ != kHvDeadlineNone;
-  if (preemption_timer_loaded_)
-    preemption_timer_value_ =
-        vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
   if (const Tsc c = costs_.vmx_vcpu_run(rng())) {
     state_ = State::VmxVcpuRun;
     pcpu_.run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
@@ -96,8 +91,16 @@ void Vcpu::begin_vmx_vcpu_run(Tsc now) {
   after_vmx_vcpu_run(now);
 }
 
-// Since v5.3 kvm_wait_lapic_expire() is the last thing before the world switch.
+// The end of vmx_vcpu_run(): vmx_update_hv_timer() loads the counter from
+// the absolute deadline with rdtsc() now, then (since v5.3)
+// kvm_wait_lapic_expire(), then the world switch. The counter only starts
+// once the guest runs, so the rest of the entry path makes the timer late by
+// its length.
 void Vcpu::after_vmx_vcpu_run(Tsc now) {
+  preemption_timer_loaded_ = hv_deadline_tsc_ != kHvDeadlineNone;
+  if (preemption_timer_loaded_)
+    preemption_timer_value_ =
+        vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
   if (lapic_.config().wait_site == WaitLapicExpireSite::VmxVcpuRun) {
     if (const Tsc spin = lapic_.wait_lapic_expire(now)) {
       state_ = State::WaitLate;
@@ -236,8 +239,9 @@ void Vcpu::handle_exit(Tsc now) {
 // vmx_handle_exit() -> kvm_vmx_exit_handlers[reason]; effects apply now, the
 // returned cost is the length of the handle_exit stage.
 Tsc Vcpu::run_exit_handler(Tsc now) {
+  // vmx_handle_exit() returns at once for an exit the fastpath handled.
+  if (fastpath_ == ExitFastpath::ExitHandled) return 0;
   Tsc cost = costs_.handle_exit(rng());
-  if (fastpath_ == ExitFastpath::ExitHandled) return cost;  // handled in the fastpath
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());

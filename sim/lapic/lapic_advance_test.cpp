@@ -1,0 +1,68 @@
+// The adaptive timer advance (lapic.c adjust_lapic_timer_advance(), rules
+// since ~v5.4) and its convergence on a steady exit-path length.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "sim/lapic/lapic.h"
+
+using namespace kvmsim;
+
+namespace {
+constexpr std::uint64_t kKhz = 2000000;  // 2 GHz guest TSC: 2 cycles per ns
+}
+
+TEST_CASE("adjust_lapic_timer_advance: errors under 100 or over 10000 cycles are ignored",
+          "[lapic][advance]") {
+  CHECK(adjust_lapic_timer_advance(1000, 99, kKhz) == 1000);
+  CHECK(adjust_lapic_timer_advance(1000, -99, kKhz) == 1000);
+  CHECK(adjust_lapic_timer_advance(1000, 10001, kKhz) == 1000);
+  CHECK(adjust_lapic_timer_advance(1000, -10001, kKhz) == 1000);
+  // The bounds themselves are used.
+  CHECK(adjust_lapic_timer_advance(1000, 100, kKhz) == 1000 + 50 / 8);
+  CHECK(adjust_lapic_timer_advance(1000, 10000, kKhz) == 1000 + 5000 / 8);
+}
+
+TEST_CASE("adjust_lapic_timer_advance: early shrinks, late grows, by 1/8 of the error in ns",
+          "[lapic][advance]") {
+  // 1600 cycles at 2 GHz = 800 ns -> step 100 ns.
+  CHECK(adjust_lapic_timer_advance(1000, -1600, kKhz) == 900);
+  CHECK(adjust_lapic_timer_advance(1000, 1600, kKhz) == 1100);
+  // Integer ns, then integer division by 8 (as the kernel's do_div + /8).
+  CHECK(adjust_lapic_timer_advance(1000, 1000, 3000000) == 1000 + 333 / 8);
+}
+
+TEST_CASE("adjust_lapic_timer_advance: above 5000 ns or below zero restarts from 1000 ns",
+          "[lapic][advance]") {
+  CHECK(adjust_lapic_timer_advance(4990, 1600, kKhz) == LAPIC_TIMER_ADVANCE_NS_INIT);
+  CHECK(adjust_lapic_timer_advance(4900, 1600, kKhz) == 5000);  // 5000 itself is kept
+  // The kernel's u32 wraps below zero, which is > 5000: back to 1000.
+  CHECK(adjust_lapic_timer_advance(50, -1600, kKhz) == LAPIC_TIMER_ADVANCE_NS_INIT);
+}
+
+TEST_CASE("adaptive advance converges on a steady exit-path length and keeps tuning",
+          "[lapic][advance]") {
+  // The timer fires `advance` early; the exit path takes E cycles before the
+  // wait, so the wait sees delta = E - advance (in cycles).
+  for (const std::int64_t exit_path : {900, 2500, 6000}) {
+    std::int64_t adv = LAPIC_TIMER_ADVANCE_NS_INIT;
+    for (int i = 0; i < 200; ++i) {
+      const std::int64_t adv_cycles = adv * static_cast<std::int64_t>(kKhz) / 1000000;
+      adv = adjust_lapic_timer_advance(adv, exit_path - adv_cycles, kKhz);
+    }
+    const std::int64_t adv_cycles = adv * static_cast<std::int64_t>(kKhz) / 1000000;
+    INFO("exit path " << exit_path << " cycles, advance " << adv << " ns");
+    CHECK(std::llabs(exit_path - adv_cycles) < LAPIC_TIMER_ADVANCE_ADJUST_MIN + 16);
+  }
+  // An exit path longer than NS_MAX can hide saws between 1000 and 5000 ns.
+  std::int64_t adv = LAPIC_TIMER_ADVANCE_NS_INIT;
+  bool reset_seen = false;
+  for (int i = 0; i < 400; ++i) {
+    const std::int64_t next = adjust_lapic_timer_advance(adv, 9000, kKhz);
+    reset_seen |= next < adv;
+    adv = next;
+  }
+  CHECK(reset_seen);
+  CHECK(adv >= LAPIC_TIMER_ADVANCE_NS_INIT);
+  CHECK(adv <= LAPIC_TIMER_ADVANCE_NS_MAX);
+}
