@@ -65,6 +65,7 @@ struct Model {
   std::unique_ptr<KutGuest> kut;  // kvm-unit-tests workloads replace the Linux guest
   ExitStats exit_stats;
   LatencyBreakdown breakdown;
+  StageTotals stage_totals;
   std::unique_ptr<Progress> progress;
 };
 
@@ -239,9 +240,12 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         m->kut = std::make_unique<TscdeadlineLatencyTest>(*vcpu, kc, tc, stop);
         vcpu->set_guest(m->kut.get());
       } else if (workload == "vmexit") {
-        m->kut = std::make_unique<VmexitTimerTests>(
+        auto t = std::make_unique<VmexitTimerTests>(
             *vcpu, kc, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")), stop);
-        vcpu->set_guest(m->kut.get());
+        ctx.obs.add(&m->stage_totals);
+        t->set_stage_totals(&m->stage_totals);
+        vcpu->set_guest(t.get());
+        m->kut = std::move(t);
       } else {
         auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz);
         vcpu->set_guest(guest.get());
@@ -325,6 +329,12 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
     for (const auto& res : t->results()) {
       mt["vmexit." + res.name + ".cycles"] = static_cast<double>(res.cycles);
       mt["vmexit." + res.name + ".iterations"] = static_cast<double>(res.iterations);
+      for (int st = 0; st < kStageCount; ++st) {
+        const double c = res.stage_cycles[static_cast<std::size_t>(st)];
+        if (c > 0)
+          mt["vmexit." + res.name + ".stage." + std::string(stage_name(static_cast<Stage>(st))) +
+             ".cycles"] = c;
+      }
     }
   }
 

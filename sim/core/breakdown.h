@@ -56,4 +56,18 @@ class LatencyBreakdown : public ModelObserver {
   std::uint64_t samples_ = 0;
 };
 
+// Time per stage over the whole run (all pCPUs), for workloads that report
+// per-iteration costs (vmexit.flat): snapshot before and after a batch.
+class StageTotals : public ModelObserver {
+ public:
+  using Totals = std::array<Tsc, kStageCount>;
+  void on_segment(int /*pcpu*/, Stage stage, Tsc begin, Tsc end) override {
+    totals_[static_cast<std::size_t>(stage)] += end - begin;
+  }
+  [[nodiscard]] const Totals& totals() const { return totals_; }
+
+ private:
+  Totals totals_{};
+};
+
 }  // namespace kvmsim

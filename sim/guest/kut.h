@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/breakdown.h"
 #include "sim/core/dist.h"
 #include "sim/vmx/vcpu.h"
 
@@ -107,6 +108,8 @@ struct VmexitResult {
   std::string name;
   std::uint64_t iterations = 0;
   std::uint64_t cycles = 0;  // per iteration, integer as printed
+  // Host cycles per iteration in each stage during the reported batch.
+  std::array<double, kStageCount> stage_cycles{};
 };
 
 class VmexitTimerTests : public KutGuest {
@@ -115,6 +118,8 @@ class VmexitTimerTests : public KutGuest {
                    std::uint64_t goal_cycles, std::function<void()> on_done);
   [[nodiscard]] const std::vector<VmexitResult>& results() const { return results_; }
   static bool known_test(const std::string& name);
+  // Where the time of each reported batch went (optional observer).
+  void set_stage_totals(const StageTotals* t) { stage_totals_ = t; }
 
  protected:
   GuestStep main_step(Tsc now) override;
@@ -127,6 +132,8 @@ class VmexitTimerTests : public KutGuest {
   std::size_t test_ = 0;
   Phase phase_ = Phase::BatchStart;
   std::uint64_t iterations_ = 32, i_ = 0, t1_ = 0;
+  const StageTotals* stage_totals_ = nullptr;
+  StageTotals::Totals batch_start_{};
   int x_ = 0;
   std::vector<VmexitResult> results_;
 };
