@@ -17,6 +17,7 @@
 #include "sim/guest/kut.h"
 #include "sim/sched/pcpu.h"
 #include "sim/sched/topology.h"
+#include "sim/trace/trace_observer.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -67,6 +68,7 @@ struct Model {
   LatencyBreakdown breakdown;
   StageTotals stage_totals;
   std::unique_ptr<Progress> progress;
+  std::unique_ptr<trace::TraceObserver> trace;
 };
 
 Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
@@ -265,6 +267,17 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       m->vcpus.push_back(std::move(vcpu));
     }
   }
+  if (!opts.trace_path.empty()) {
+    std::vector<trace::TraceTask> tasks;
+    std::vector<int> apicid;
+    for (const auto& v : m->vcpus) {
+      tasks.push_back({v->comm(), v->pid()});
+      apicid.push_back(v->id() % vcpus_per_vm);  // APIC ID = vCPU index in its VM
+    }
+    m->trace = std::make_unique<trace::TraceObserver>(opts.trace_path, clk, std::move(tasks),
+                                                      std::move(apicid), m->topo->cpus());
+    ctx.obs.add(m->trace.get());
+  }
   for (auto& v : m->vcpus) v->start();
 
   const auto wall0 = std::chrono::steady_clock::now();
@@ -384,6 +397,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   // The advance the measuring vCPU ended with (the adaptive value, or the fixed one).
   const std::size_t wv = kut ? 0 : static_cast<std::size_t>(ct_vcpu);
   mt["lapic.timer_advance_ns"] = static_cast<double>(m->vcpus[wv]->lapic().timer_advance_ns());
+  m->trace.reset();  // flush and close the trace file
   // The model is torn down by the process exit: SystemC objects cannot be
   // destroyed and re-elaborated within one process.
   m.release();

@@ -36,6 +36,7 @@ struct RunResult {
 };
 
 struct RunOptions {
+  std::string trace_path;  // --trace FILE: trace-cmd report text of the host's kvm events
   bool progress = false;  // a progress line on stderr
 };
 

@@ -28,6 +28,8 @@ class ModelObserver {
   virtual void on_hv_timer_state(int /*vcpu*/, bool /*hv_timer*/, Tsc /*t*/) {}
   // kvm_wait_lapic_expire: delta = guest TSC - deadline (< 0: early).
   virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
+  // __apic_accept_irq(): a vector accepted into the (v)IRR.
+  virtual void on_apic_accept_irq(int /*vcpu*/, std::uint8_t /*vector*/, Tsc /*t*/) {}
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {}
 };
@@ -57,6 +59,9 @@ class Observers {
   }
   void wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) const {
     for (auto* o : list_) o->on_wait_lapic_expire(vcpu, delta, t);
+  }
+  void apic_accept_irq(int vcpu, std::uint8_t vec, Tsc t) const {
+    for (auto* o : list_) o->on_apic_accept_irq(vcpu, vec, t);
   }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);

@@ -154,7 +154,8 @@ Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
 
 // kvm_apic_local_deliver(LVTT): the vector lands in the (v)IRR; a TSC-deadline
 // timer is one-shot, so the deadline is consumed.
-Tsc KvmLapic::local_deliver_timer(Tsc /*now*/) {
+Tsc KvmLapic::local_deliver_timer(Tsc now) {
+  vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
   irr_timer_ = true;
   tscdeadline_ = 0;
   pending_ = 0;

@@ -245,8 +245,8 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());
+      ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);  // trace_kvm_msr_write
       if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
-        ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
         cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
       } else if (exit_step_.msr == MSR_X2APIC_EOI) {
         cost += lapic_.eoi();  // x2APIC EOI trapped without APICv

@@ -1,6 +1,7 @@
 // kvmsim command line: run a scenario, list parameters.
-//   kvmsim run SCENARIO [--set key=value]... [--seed N] [--out DIR]
+//   kvmsim run SCENARIO [--set key=value]... [--seed N] [--out DIR] [--trace FILE]
 //   kvmsim params [--markdown]
+//   kvmsim trace-stats FILE [--json]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "sim/model_params.h"
 #include "sim/report.h"
 #include "sim/system.h"
+#include "tools/kvmsim/commands.h"
 
 namespace {
 
@@ -24,12 +26,15 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 int cmd_run(const std::string& scenario, const std::vector<std::string>& sets, long long seed,
-            const std::string& out, bool quiet) {
+            const std::string& out, const std::string& trace, bool quiet) {
   std::vector<std::string> overrides = sets;
   if (seed >= 0) overrides.push_back("sim.seed=" + std::to_string(seed));
   const auto params = kvmsim::load_scenario(kvmsim::model_params(), scenario, overrides);
   kvmsim::RunOptions opts;
   opts.progress = !quiet;
+  opts.trace_path = trace;
+  if (!trace.empty() && std::filesystem::path(trace).has_parent_path())
+    std::filesystem::create_directories(std::filesystem::path(trace).parent_path());
   const auto result = kvmsim::run_simulation(params, opts);
   if (!out.empty()) {
     std::filesystem::create_directories(out);
@@ -59,11 +64,17 @@ int sc_main(int argc, char* argv[]) {
   run->add_option("--set", sets, "Override a parameter: key=value (repeatable)");
   run->add_option("--seed", seed, "Run seed (same scenario + seed = same outputs)");
   run->add_option("--out", out, "Write summary.json and histogram.txt here");
+  std::string trace;
+  run->add_option("--trace", trace,
+                  "Write the host's kvm tracepoints as trace-cmd report text to FILE");
   run->add_flag("-q,--quiet", quiet, "No summary on stdout");
 
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
   params->add_flag("--markdown", markdown, "As a Markdown table (docs/parameters.md)");
+
+  const auto trace_stats = kvmsim::cli::add_trace_stats_command(app);
+  const auto compare = kvmsim::cli::add_compare_command(app);
 
   try {
     app.parse(argc, argv);
@@ -71,7 +82,9 @@ int sc_main(int argc, char* argv[]) {
     return app.exit(e);
   }
   try {
-    if (run->parsed()) return cmd_run(scenario, sets, seed, out, quiet);
+    if (run->parsed()) return cmd_run(scenario, sets, seed, out, trace, quiet);
+    if (compare.app->parsed()) return compare.run();
+    if (trace_stats.app->parsed()) return trace_stats.run();
     if (params->parsed()) {
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
                              : kvmsim::format_param_table(kvmsim::model_params()));

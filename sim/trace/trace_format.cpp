@@ -1,0 +1,241 @@
+#include "sim/trace/trace_format.h"
+
+#include <iterator>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+namespace kvmsim::trace {
+
+namespace {
+
+using Out = std::back_insert_iterator<std::string>;
+
+void kvm_exit_payload(std::string& s, int vcpu, std::string_view reason, std::string_view flags,
+                      std::uint64_t rip, std::uint64_t info1, std::uint64_t info2,
+                      std::uint32_t intr_info, std::uint32_t error_code) {
+  fmt::format_to(Out(s),
+                 "vcpu {} reason {}{}{} rip 0x{:x} info1 0x{:016x} info2 0x{:016x} intr_info "
+                 "0x{:08x} error_code 0x{:08x}",
+                 vcpu, reason, flags.empty() ? "" : " ", flags, rip, info1, info2, intr_info,
+                 error_code);
+}
+
+void payload(std::string& s, const KvmExit& e) {
+  if (e.old_format) {
+    fmt::format_to(Out(s), "reason {}{}{} rip 0x{:x} info {:x} {:x}", e.reason,
+                   e.flags.empty() ? "" : " ", e.flags, e.rip, e.info1, e.info2);
+    if (e.intr_info != 0) fmt::format_to(Out(s), " intr {:x}", e.intr_info);
+    return;
+  }
+  kvm_exit_payload(s, e.vcpu, e.reason, e.flags, e.rip, e.info1, e.info2, e.intr_info,
+                   e.error_code);
+}
+
+void payload(std::string& s, const KvmEntry& e) {
+  fmt::format_to(Out(s), "vcpu {}", e.vcpu);
+  if (e.rip) fmt::format_to(Out(s), ", rip 0x{:x}", *e.rip);
+  if (e.immediate_exit) s += " [immediate exit]";
+}
+
+void payload(std::string& s, const KvmMsr& e) {
+  fmt::format_to(Out(s), "msr_{} {:x} = 0x{:x}{}", e.write ? "write" : "read", e.msr, e.data,
+                 e.gp ? " (#GP)" : "");
+}
+
+void payload(std::string& s, const KvmHvTimerState& e) {
+  fmt::format_to(Out(s), "vcpu_id {:x} hv_timer {:x}", e.vcpu_id, e.hv_timer);
+}
+
+void payload(std::string& s, const KvmWaitLapicExpire& e) {
+  fmt::format_to(Out(s), "vcpu {}: delta {} ({})", e.vcpu, e.delta, e.early() ? "early" : "late");
+}
+
+void payload(std::string& s, const KvmVcpuWakeup& e) {
+  fmt::format_to(Out(s), "{} time {} ns, polling {}", e.waited ? "wait" : "poll", e.ns,
+                 e.valid ? "valid" : "invalid");
+}
+
+void payload(std::string& s, const KvmHaltPollNs& e) {
+  fmt::format_to(Out(s), "vcpu {}: halt_poll_ns {} ({} {})", e.vcpu, e.new_ns,
+                 e.grow ? "grow" : "shrink", e.old_ns);
+}
+
+void payload(std::string& s, const KvmApicAcceptIrq& e) {
+  fmt::format_to(Out(s), "apicid {:x} vec {} ({}|{}){}", e.apicid, e.vec, e.delivery_mode,
+                 e.level ? "level" : "edge", e.coalesced ? " (coalesced)" : "");
+}
+
+void payload(std::string& s, const KvmPvTlbFlush& e) {
+  fmt::format_to(Out(s), "vcpu {} need_flush_tlb {}", e.vcpu, e.need_flush_tlb ? "true" : "false");
+}
+
+void payload(std::string& s, const SchedSwitch& e) {
+  fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
+                 e.prev_state, e.next_comm, e.next_pid, e.next_prio);
+}
+
+void payload(std::string& s, const SchedWakeup& e) {
+  fmt::format_to(Out(s), "{}:{} [{}]", e.comm, e.pid, e.prio);
+  if (e.success) fmt::format_to(Out(s), " success={}", *e.success);
+  fmt::format_to(Out(s), " CPU:{:03}", e.target_cpu);
+}
+
+void payload(std::string& /*s*/, const std::monostate& /*e*/) {}
+
+void frame(std::string& s, std::int64_t ts_ns, const TraceTask& task, int cpu,
+           std::string_view event) {
+  const std::int64_t us = ts_ns > 0 ? (ts_ns + 500) / 1000 : 0;
+  fmt::format_to(Out(s), "{:>16}-{:<5} [{:03}] {:>5}.{:06}: {}:", task.comm, task.pid, cpu,
+                 us / 1000000, us % 1000000, event);
+  // "<event>:" left-aligned in 21 columns, then one space.
+  const std::size_t used = event.size() + 1;
+  if (used < 21) s.append(21 - used, ' ');
+  s += ' ';
+}
+
+}  // namespace
+
+std::string_view event_name(const TraceEventData& e) {
+  return std::visit(
+      [](const auto& v) -> std::string_view {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, KvmExit>) return "kvm_exit";
+        if constexpr (std::is_same_v<T, KvmEntry>) return "kvm_entry";
+        if constexpr (std::is_same_v<T, KvmMsr>) return "kvm_msr";
+        if constexpr (std::is_same_v<T, KvmHvTimerState>) return "kvm_hv_timer_state";
+        if constexpr (std::is_same_v<T, KvmWaitLapicExpire>) return "kvm_wait_lapic_expire";
+        if constexpr (std::is_same_v<T, KvmVcpuWakeup>) return "kvm_vcpu_wakeup";
+        if constexpr (std::is_same_v<T, KvmHaltPollNs>) return "kvm_halt_poll_ns";
+        if constexpr (std::is_same_v<T, KvmApicAcceptIrq>) return "kvm_apic_accept_irq";
+        if constexpr (std::is_same_v<T, KvmPvTlbFlush>) return "kvm_pv_tlb_flush";
+        if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
+        if constexpr (std::is_same_v<T, SchedWakeup>) return "sched_wakeup";
+        return "";
+      },
+      e);
+}
+
+std::string format_payload(const TraceEventData& e) {
+  std::string s;
+  std::visit([&s](const auto& v) { payload(s, v); }, e);
+  return s;
+}
+
+std::string format_line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
+                        std::string_view payload_text) {
+  std::string s;
+  frame(s, ts_ns, task, cpu, event);
+  s += payload_text;
+  return s;
+}
+
+void TraceWriter::cpus_header(int ncpus) { out_ << "cpus=" << ncpus << '\n'; }
+
+void TraceWriter::emit(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event) {
+  line_.clear();
+  frame(line_, ts_ns, task, cpu, event);
+  line_ += payload_;
+  line_ += '\n';
+  out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));
+  ++lines_;
+}
+
+void TraceWriter::line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
+                       std::string_view payload_text) {
+  payload_.assign(payload_text);
+  emit(ts_ns, task, cpu, event);
+}
+
+void TraceWriter::write(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                        const TraceEventData& e) {
+  if (std::holds_alternative<std::monostate>(e)) return;
+  payload_.clear();
+  std::visit([this](const auto& v) { payload(payload_, v); }, e);
+  emit(ts_ns, task, cpu, event_name(e));
+}
+
+void TraceWriter::kvm_exit(std::int64_t ts_ns, const TraceTask& task, int cpu, int vcpu,
+                           ExitReason reason, std::uint64_t rip, std::uint64_t info1,
+                           std::uint64_t info2, std::uint32_t intr_info, std::uint32_t error_code) {
+  payload_.clear();
+  kvm_exit_payload(payload_, vcpu, exit_reason_name(reason), {}, rip, info1, info2, intr_info,
+                   error_code);
+  emit(ts_ns, task, cpu, "kvm_exit");
+}
+
+void TraceWriter::kvm_exit(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmExit& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_exit");
+}
+
+void TraceWriter::kvm_entry(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEntry& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_entry");
+}
+
+void TraceWriter::kvm_msr(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmMsr& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_msr");
+}
+
+void TraceWriter::kvm_hv_timer_state(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                     const KvmHvTimerState& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_hv_timer_state");
+}
+
+void TraceWriter::kvm_wait_lapic_expire(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                        const KvmWaitLapicExpire& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_wait_lapic_expire");
+}
+
+void TraceWriter::kvm_vcpu_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                  const KvmVcpuWakeup& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_vcpu_wakeup");
+}
+
+void TraceWriter::kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                   const KvmHaltPollNs& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_halt_poll_ns");
+}
+
+void TraceWriter::kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                      const KvmApicAcceptIrq& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_apic_accept_irq");
+}
+
+void TraceWriter::kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                   const KvmPvTlbFlush& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "kvm_pv_tlb_flush");
+}
+
+void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                               const SchedSwitch& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "sched_switch");
+}
+
+void TraceWriter::sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                               const SchedWakeup& e) {
+  payload_.clear();
+  payload(payload_, e);
+  emit(ts_ns, task, cpu, "sched_wakeup");
+}
+
+}  // namespace kvmsim::trace

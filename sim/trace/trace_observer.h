@@ -1,0 +1,60 @@
+// `kvmsim run --trace FILE`: an observer that turns the model's events into
+// the host's kvm tracepoints as `trace-cmd report` text (formats in
+// trace_format.h), streamed to disk. It is attached only when tracing is
+// asked for, so a run without --trace does not pay for it; with it, memory
+// stays bounded (one reused line buffer, the ofstream's buffer).
+//
+// What the simulated host prints, per vCPU thread ("CPU n/KVM", pid 1000+n):
+//   kvm_exit, kvm_entry, kvm_msr (TSC-deadline / EOI writes),
+//   kvm_hv_timer_state, kvm_wait_lapic_expire, kvm_apic_accept_irq (the
+//   LAPIC timer vector accepted into the IRR).
+// Guest RIPs are not modelled: kvm_exit/kvm_entry carry a fixed RIP per exit
+// kind (a WRMSR in lapic_next_deadline, the idle/spin loop for timer exits)
+// so that tools keyed on RIP see stable values.
+#pragma once
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/observer.h"
+#include "sim/core/time.h"
+#include "sim/trace/trace_format.h"
+
+namespace kvmsim::trace {
+
+class TraceObserver : public ModelObserver {
+ public:
+  // tasks[vcpu]: the vCPU thread's comm and pid; cpus: pCPU count for the header.
+  TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
+                std::vector<int> vcpu_apicid, int cpus);
+  ~TraceObserver() override;
+
+  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
+  void on_vmentry(int vcpu, int pcpu, Tsc t) override;
+  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t) override;
+  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
+  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
+  void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
+
+  [[nodiscard]] std::uint64_t lines() const { return writer_.lines_written(); }
+  [[nodiscard]] bool ok() const { return static_cast<bool>(out_); }
+
+ private:
+  [[nodiscard]] std::int64_t ns(Tsc t) const {
+    return static_cast<std::int64_t>(clock_.cycles_to_ns(t));
+  }
+  [[nodiscard]] int cpu_of(int vcpu) const { return pcpu_[static_cast<std::size_t>(vcpu)]; }
+
+  std::vector<char> buffer_;
+  std::ofstream out_;
+  TscClock clock_;
+  std::vector<TraceTask> tasks_;
+  std::vector<int> apicid_;
+  std::vector<int> pcpu_;  // last pCPU seen per vCPU
+  std::vector<std::uint64_t> last_rip_;
+  TraceWriter writer_;
+};
+
+}  // namespace kvmsim::trace

@@ -1,0 +1,30 @@
+// Subcommands of the kvmsim CLI that live in their own files.
+//
+// Each add_*_command() adds its CLI11 subcommand (options included) to `app`
+// and returns it with the function that runs it; sc_main parses once and then
+// calls run() of the subcommand that was parsed:
+//   const auto compare = kvmsim::cli::add_compare_command(app);
+//   ...
+//   if (compare.app->parsed()) return compare.run();
+// run() returns the process exit code (2 for input that cannot be read, as
+// elsewhere in the CLI).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace kvmsim::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// kvmsim compare A B [--tolerance-*] [--merge] [--json]  (cmd_compare.cpp)
+Command add_compare_command(CLI::App& app);
+
+// kvmsim trace-stats FILE [--json] [--raw-clock-hz HZ]  (cmd_trace_stats.cpp)
+Command add_trace_stats_command(CLI::App& app);
+
+}  // namespace kvmsim::cli
