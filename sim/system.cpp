@@ -130,6 +130,9 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   vc.vmentry = S(p, clk, "cost.vmentry");
   vc.exit_fastpath = S(p, clk, "cost.exit_fastpath");
   vc.fastpath_wrmsr = S(p, clk, "cost.fastpath_wrmsr");
+  vc.handle_halt = S(p, clk, "cost.handle_halt");
+  vc.vcpu_block = S(p, clk, "cost.vcpu_block");
+  vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
   vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
@@ -153,6 +156,9 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   gc.clockevent_program = S(p, clk, "cost.guest.clockevent_program");
   gc.irq_exit = S(p, clk, "cost.guest.irq_exit");
   gc.context_switch = S(p, clk, "cost.guest.context_switch");
+  gc.tick = S(p, clk, "cost.guest.tick");
+  gc.nohz_stop = S(p, clk, "cost.guest.nohz_stop");
+  gc.nohz_restart = S(p, clk, "cost.guest.nohz_restart");
 
   VmxConfig vmx;
   vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
@@ -239,6 +245,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         tc.delta = static_cast<std::uint64_t>(p.i("tscdeadline_latency.delta"));
         tc.size = static_cast<std::uint64_t>(p.i("tscdeadline_latency.size"));
         tc.breakmax = static_cast<std::uint64_t>(p.i("tscdeadline_latency.breakmax"));
+        tc.hlt = p.b("tscdeadline_latency.hlt");
         m->kut = std::make_unique<TscdeadlineLatencyTest>(*vcpu, kc, tc, stop);
         vcpu->set_guest(m->kut.get());
       } else if (workload == "vmexit") {
@@ -249,7 +256,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         vcpu->set_guest(t.get());
         m->kut = std::move(t);
       } else {
-        auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz);
+        GuestConfig gcfg;
+        gcfg.hz = static_cast<unsigned>(p.i("guest.hz"));
+        gcfg.idle_hlt = p.s("guest.idle") == "hlt";
+        auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz, gcfg);
         vcpu->set_guest(guest.get());
         if (vm == 0 && v == ct_vcpu) guest->add_task(m->cyclictest.get());
         m->guests.push_back(std::move(guest));
@@ -387,6 +397,16 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
     w.spin_cycles += ws.spin_cycles;
   }
   mt["vmx.fastpath.reenter_guest"] = static_cast<double>(reenter);
+  std::uint64_t halts = 0, blocks = 0;
+  Tsc blocked = 0;
+  for (const auto& v : m->vcpus) {
+    halts += v->stats().halts;
+    blocks += v->stats().blocks;
+    blocked += v->stats().blocked_cycles;
+  }
+  mt["vcpu.halts"] = static_cast<double>(halts);
+  mt["vcpu.blocks"] = static_cast<double>(blocks);
+  mt["vcpu.blocked_s"] = clk.to_s(static_cast<double>(blocked));
   mt["vmx.fastpath.exit_handled"] = static_cast<double>(handled);
   mt["lapic.wait_lapic_expire.calls"] = static_cast<double>(w.calls);
   mt["lapic.wait_lapic_expire.early"] = static_cast<double>(w.early);

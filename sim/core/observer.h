@@ -25,6 +25,9 @@ class ModelObserver {
   // cyclictest-like sample on a vCPU: the wake-up was measured at `t`.
   virtual void on_latency_sample(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/, Tsc /*t*/,
                                  std::int64_t /*latency_ns*/) {}
+  // kvm_vcpu_wakeup: the vCPU thread returns from kvm_vcpu_block() after
+  // `ns` (waited = it slept, not polled).
+  virtual void on_vcpu_wakeup(int /*vcpu*/, bool /*waited*/, std::int64_t /*ns*/, Tsc /*t*/) {}
   virtual void on_hv_timer_state(int /*vcpu*/, bool /*hv_timer*/, Tsc /*t*/) {}
   // kvm_wait_lapic_expire: delta = guest TSC - deadline (< 0: early).
   virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
@@ -53,6 +56,9 @@ class Observers {
   }
   void latency_sample(int vcpu, int pcpu, Tsc d, Tsc t, std::int64_t ns) const {
     for (auto* o : list_) o->on_latency_sample(vcpu, pcpu, d, t, ns);
+  }
+  void vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) const {
+    for (auto* o : list_) o->on_vcpu_wakeup(vcpu, waited, ns, t);
   }
   void hv_timer_state(int vcpu, bool on, Tsc t) const {
     for (auto* o : list_) o->on_hv_timer_state(vcpu, on, t);

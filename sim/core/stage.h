@@ -16,10 +16,12 @@ enum class Stage : std::uint8_t {
   VmEntry,         // VMRESUME + hardware entry
   ExitFastpath,    // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
   WaitLapicExpire, // kvm_wait_lapic_expire() busy-wait
+  VcpuBlock,       // vcpu_block(): switch to the sw timer, kvm_vcpu_halt(), schedule() out
+  VcpuWakeup,      // idle exit, schedule() back in, switch to the hv timer
   // host, interrupts
   HostIrq,         // host hard IRQ (entry, handlers, irq_exit, softirqs)
   // host, other
-  HostIdle,        // pCPU idle loop
+  HostIdle,        // pCPU idle loop (a blocked vCPU thread sleeps here)
   // guest
   Guest,           // guest code not otherwise classified
   GuestIdle,       // guest idle loop (idle=poll)
@@ -41,6 +43,8 @@ inline std::string_view stage_name(Stage s) {
     case Stage::VmEntry: return "vmentry";
     case Stage::ExitFastpath: return "exit_fastpath";
     case Stage::WaitLapicExpire: return "wait_lapic_expire";
+    case Stage::VcpuBlock: return "vcpu_block";
+    case Stage::VcpuWakeup: return "vcpu_wakeup";
     case Stage::HostIrq: return "host_irq";
     case Stage::HostIdle: return "host_idle";
     case Stage::Guest: return "guest";

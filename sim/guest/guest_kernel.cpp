@@ -4,11 +4,65 @@
 
 namespace kvmsim {
 
-GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz)
+GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz,
+                         GuestConfig cfg)
     : vcpu_(vcpu),
       costs_(std::move(costs)),
+      cfg_(cfg),
       guest_tsc_khz_(guest_tsc_khz),
-      rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {}
+      rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {
+  if (cfg_.hz) {
+    tick_.period = guest_tsc_khz_ * 1000 / cfg_.hz;
+    // The tick's phase against a workload's timers is set at boot; its own
+    // stream keeps it the same across paired runs.
+    Rng phase = vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()) + ".tick");
+    tick_phase_ = static_cast<std::uint64_t>(phase.uniform() * static_cast<double>(tick_.period));
+  }
+}
+
+// The periodic tick: tick_sched_timer() then hrtimer_forward() by a period.
+Tsc GuestKernel::TickTimer::fn(GuestKernel& k, Tsc now) {
+  const std::uint64_t g = k.guest_tsc(now);
+  while (expires <= g) expires += period;
+  k.hrtimer_start(this, expires);
+  return k.costs().tick(k.rng());
+}
+
+void GuestKernel::tick_start(Tsc now) {
+  const std::uint64_t g = guest_tsc(now);
+  std::uint64_t next = g - (g - tick_phase_ % tick_.period) % tick_.period + tick_.period;
+  if (next <= g) next += tick_.period;
+  tick_running_ = true;
+  hrtimer_start(&tick_, next);
+}
+
+void GuestKernel::tick_stop() {
+  tick_running_ = false;
+  if (!tick_.queued) return;
+  timers_.erase(std::find(timers_.begin(), timers_.end(), &tick_));
+  tick_.queued = false;
+  program_clockevent();
+}
+
+// The idle task: idle=poll spins with the tick running; default_idle stops
+// the tick when nothing is due within a tick (tick_nohz_idle_stop_tick) and
+// executes HLT.
+GuestStep GuestKernel::idle_step(Tsc now) {
+  if (!cfg_.idle_hlt) return GuestStep::idle();
+  if (tick_running_) {
+    std::uint64_t next_other = 0;
+    for (auto* t : timers_)
+      if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
+    const std::uint64_t g = guest_tsc(now);
+    if (next_other == 0 || next_other > g + tick_.period) {
+      tick_stop();  // queues the clockevent write for the next timer, if any
+      return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));  // HLT comes next
+    }
+  }
+  GuestStep h{GuestStep::Kind::Exit, Stage::GuestIdle, 0};
+  h.reason = ExitReason::HLT;
+  return h;
+}
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
   return static_cast<std::uint64_t>(
@@ -52,6 +106,10 @@ GuestStep GuestKernel::step(Tsc now) {
     has_resume_ = false;
     return last_ = resume_;
   }
+  if (cfg_.hz && !tick_started_) {
+    tick_started_ = true;
+    tick_start(now);  // queues the first clockevent write
+  }
   if (!kq_.empty()) {
     last_ = kq_.front();
     kq_.pop_front();
@@ -59,6 +117,15 @@ GuestStep GuestKernel::step(Tsc now) {
   }
   if (need_resched_) {
     need_resched_ = false;
+    if (current_ == nullptr && cfg_.hz && !tick_running_) {
+      // tick_nohz_idle_exit(): restart the tick before schedule_idle().
+      need_resched_ = true;
+      tick_start(now);
+      kq_.push_front(GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_)));
+      last_ = kq_.front();
+      kq_.pop_front();
+      return last_;
+    }
     if (current_ && !current_blocked_) runqueue_.push_back(current_);
     GuestTask* next = pick_next();
     if (next != current_) {
@@ -67,7 +134,7 @@ GuestStep GuestKernel::step(Tsc now) {
       return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
     }
   }
-  if (current_ == nullptr) return last_ = GuestStep::idle();  // idle=poll: spin until interrupted
+  if (current_ == nullptr) return last_ = idle_step(now);
   return last_ = current_->run(*this, now);
 }
 
@@ -106,7 +173,7 @@ void GuestKernel::program_clockevent() {
   std::uint64_t earliest = 0;
   for (auto* t : timers_)
     if (earliest == 0 || t->expires < earliest) earliest = t->expires;
-  if (earliest == 0 || earliest == programmed_) return;
+  if (earliest == 0 || earliest == programmed_ || in_hrtirq_) return;
   programmed_ = earliest;
   auto& q = in_irq_ ? irq_q_ : kq_;
   q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
@@ -147,6 +214,7 @@ GuestStep GuestKernel::irq_step(Tsc now) {
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
       programmed_ = 0;  // the deadline fired: the clockevent is unarmed
+      in_hrtirq_ = true;
       for (;;) {
         auto it = std::min_element(timers_.begin(), timers_.end(),
                                    [](auto* a, auto* b) { return a->expires < b->expires; });
@@ -156,6 +224,7 @@ GuestStep GuestKernel::irq_step(Tsc now) {
         t->queued = false;
         cost += t->fn(*this, now);
       }
+      in_hrtirq_ = false;
       program_clockevent();  // queues WRMSR steps on irq_q_ if a timer is left
       return GuestStep::run(Stage::GuestHrtimerInterrupt, cost);
     }

@@ -23,6 +23,19 @@ struct GuestCosts {
   Sampler clockevent_program;  // tick_program_event() .. lapic_next_deadline() before WRMSR
   Sampler irq_exit;            // irq_exit() + iret
   Sampler context_switch;      // __schedule() + context switch
+  Sampler tick;                // tick_sched_timer(): update_process_times(), scheduler_tick()
+  Sampler nohz_stop;           // tick_nohz_idle_stop_tick() when it stops the tick
+  Sampler nohz_restart;        // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
+};
+
+struct GuestConfig {
+  // CONFIG_HZ of the periodic tick; 0 = no tick on this vCPU (nohz_full with
+  // one task, as RT guests run the measuring vCPU).
+  unsigned hz = 0;
+  // Idle loop: poll (idle=poll: spin, and the tick keeps running) or hlt
+  // (default_idle: HLT exit, the vCPU blocks; NO_HZ_IDLE stops the tick when
+  // the next timer is more than a tick away, and restarts it on idle exit).
+  bool idle_hlt = false;
 };
 
 // A guest hrtimer (expiry in guest TSC cycles; the guest's clocksource).
@@ -50,7 +63,7 @@ class GuestTask {
 
 class GuestKernel : public GuestVcpu {
  public:
-  GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz);
+  GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz, GuestConfig cfg = {});
 
   // GuestVcpu
   GuestStep step(Tsc now) override;
@@ -82,9 +95,24 @@ class GuestKernel : public GuestVcpu {
   GuestStep irq_step(Tsc now);
   void program_clockevent();
   GuestTask* pick_next();
+  GuestStep idle_step(Tsc now);
+  void tick_start(Tsc now);  // arm the tick at the next period boundary
+  void tick_stop();
+
+  class TickTimer : public GuestHrtimer {
+   public:
+    Tsc fn(GuestKernel& k, Tsc now) override;  // tick_sched_timer + hrtimer_forward
+    std::uint64_t period = 0;                  // guest TSC cycles
+  };
 
   Vcpu& vcpu_;
   GuestCosts costs_;
+  GuestConfig cfg_;
+  TickTimer tick_;
+  std::uint64_t tick_phase_ = 0;      // guest TSC of a tick boundary (boot-time phase)
+  bool tick_running_ = false;
+  bool tick_started_ = false;
+  bool in_hrtirq_ = false;            // hrtimer_interrupt(): no reprogramming from callbacks
   std::uint64_t guest_tsc_khz_;
   Rng rng_;
 

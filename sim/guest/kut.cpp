@@ -74,7 +74,8 @@ GuestStep TscdeadlineLatencyTest::main_step(Tsc now) {
     vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(), vcpu_.tsc().host_tsc_at(exptime_));
     return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, exptime_);
   }
-  return spin();  // while (!hitmax && table_idx < size) ;
+  // while (!hitmax && table_idx < size) [hlt];
+  return cfg_.hlt ? hlt() : spin();
 }
 
 GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {

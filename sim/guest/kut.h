@@ -42,6 +42,11 @@ class KutGuest : public GuestVcpu {
   virtual GuestStep isr_step(int n, Tsc now) = 0;  // n = 0, 1, ...; return iret() to finish
   // Main loop: a `while (!x);` spin the handler ends by calling spin_done().
   GuestStep spin() { return GuestStep::idle(Stage::Guest); }
+  static GuestStep hlt() {
+    GuestStep h{GuestStep::Kind::Exit, Stage::GuestIdle, 0};
+    h.reason = ExitReason::HLT;
+    return h;
+  }
   void spin_done() { spinning_done_ = true; }
   GuestStep iret(Tsc now);  // the handler's last step
   // apic_write(APIC_EOI): x2APIC MSR write, trapped unless APICv virtualizes it.
@@ -69,11 +74,13 @@ class KutGuest : public GuestVcpu {
 
 // x86/tscdeadline_latency.c: arm the TSC deadline `delta` cycles ahead; the
 // handler records rdtsc() - deadline (from the 2nd interrupt on) and re-arms
-// at rdtsc() + delta. This is the busy-wait variant (the main loop spins).
+// at rdtsc() + delta. The main loop either spins (the busy-wait variant the
+// 2016-2019 measurements used) or executes HLT (the test as it is today).
 struct TscdeadlineLatencyConfig {
   std::uint64_t delta = 200000;  // guest TSC cycles
   std::uint64_t size = 10000;    // samples (TABLE_SIZE)
   std::uint64_t breakmax = 0;    // stop at the first latency above this (0 = off)
+  bool hlt = false;              // main loop HLTs (current test) instead of spinning
 };
 
 class TscdeadlineLatencyTest : public KutGuest {

@@ -4,8 +4,12 @@
 namespace kvmsim {
 
 void declare_guest_params(ParamRegistry& r) {
-  r.declare({"guest.idle", ParamType::String, "poll", "", {}, {}, {"poll"},
-             "Guest idle loop: poll (idle=poll, never HLTs)."});
+  r.declare({"guest.idle", ParamType::String, "poll", "", {}, {}, {"poll", "hlt"},
+             "Guest idle loop: poll (idle=poll: spins, the tick keeps running) or hlt "
+             "(default_idle: HLT exit and the vCPU thread blocks; the tick stops in idle)."});
+  r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
+             "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
+             "0 = none (nohz_full vCPU running one task, as RT guests do)."});
   r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {},
              {"cyclictest", "tscdeadline_latency", "vmexit"},
              "Guest workload: cyclictest in a Linux guest, or the kvm-unit-tests programs "
@@ -16,6 +20,9 @@ void declare_guest_params(ParamRegistry& r) {
              "tscdeadline_latency argv[2]: samples to record (TABLE_SIZE is 10000 in the test)."});
   r.declare({"tscdeadline_latency.breakmax", ParamType::Int, "0", "cycles", 0, 1e12, {},
              "tscdeadline_latency argv[3]: stop at the first latency above this (0 = never)."});
+  r.declare({"tscdeadline_latency.hlt", ParamType::Bool, "false", "bool", {}, {}, {},
+             "The main loop executes HLT between interrupts (the test today) instead of "
+             "busy-waiting (the variant of the 2016-2019 measurements)."});
   r.declare({"vmexit.tests", ParamType::String, "tscdeadline_immed,tscdeadline", "", {}, {}, {},
              "x86/vmexit tests to run in order, comma-separated (tscdeadline, tscdeadline_immed)."});
   r.declare({"vmexit.goal_cycles", ParamType::Int, "1073741824", "cycles", 1000, 1e13, {},
@@ -48,6 +55,12 @@ void declare_guest_params(ParamRegistry& r) {
              "Guest irq_exit() and return from the interrupt."});
   r.declare({"cost.guest.context_switch", ParamType::Dist, "800ns", "time", {}, {}, {},
              "Guest __schedule() and context switch."});
+  r.declare({"cost.guest.tick", ParamType::Dist, "1us", "time", {}, {}, {},
+             "Guest tick_sched_timer(): update_process_times(), scheduler_tick()."});
+  r.declare({"cost.guest.nohz_stop", ParamType::Dist, "500ns", "time", {}, {}, {},
+             "tick_nohz_idle_stop_tick() when it stops the tick (before the clockevent write)."});
+  r.declare({"cost.guest.nohz_restart", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "tick_nohz_idle_exit() restarting the tick (before the clockevent write)."});
   r.declare({"cost.cyclictest.nanosleep_enter", ParamType::Dist, "1us", "time", {}, {}, {},
              "cyclictest loop bookkeeping, clock_nanosleep() entry, hrtimer_start()."});
   r.declare({"cost.cyclictest.nanosleep_return", ParamType::Dist, "1us", "time", {}, {}, {},

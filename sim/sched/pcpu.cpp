@@ -49,12 +49,27 @@ void Pcpu::reschedule() {
   Tsc next = std::min(seg_end_, noise_next_);
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
+  // An interrupt left pending (it came in while another one ran) is taken as
+  // soon as the segment lets it in.
+  if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
+    next = std::min(next, now_tsc());
   if (next == scheduled_) return;
   wake_.cancel();
   scheduled_ = next;
   if (next == kTscNever) return;
   const Tsc now = now_tsc();
   wake_.notify(cycles(next > now ? next - now : 0));
+}
+
+void Pcpu::wake_current() {
+  if (in_nested_irq_) {
+    if (saved_stage_ == Stage::HostIdle) saved_remaining_ = 0;
+    return;
+  }
+  if (seg_stage_ == Stage::HostIdle) {
+    seg_end_ = now_tsc();
+    reschedule();
+  }
 }
 
 void Pcpu::poll_sources(Tsc now) {

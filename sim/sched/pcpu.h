@@ -98,6 +98,11 @@ class Pcpu : public sc_core::sc_module {
   // After changing hrtimers or raising IRQs from outside dispatch().
   void reschedule();
 
+  // try_to_wake_up() of the current thread, which sleeps in a HostIdle
+  // segment (the pCPU idles): the sleep ends when the interrupt that woke it
+  // returns (schedule() from idle), or at once if no interrupt is running.
+  void wake_current();
+
   // Interrupt state.
   [[nodiscard]] bool irq_pending() const { return pending_timer_ || pending_noise_ != 0; }
   // Runs every pending host interrupt now (irq entry, handlers, irq_exit with

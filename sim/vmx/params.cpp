@@ -43,6 +43,14 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.exit_fastpath", ParamType::Dist, "100ns", "time", {}, {}, {},
              "vmx_exit_handlers_fastpath() dispatch + one REENTER_GUEST loop turn "
              "(sync_pir_to_irr, kvm_vcpu_exit_request)."});
+  r.declare({"cost.handle_halt", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "handle_halt() -> kvm_emulate_halt(): skip HLT, mark the vCPU halted."});
+  r.declare({"cost.vcpu_block", ParamType::Dist, "1us", "time", {}, {}, {},
+             "vcpu_block() -> kvm_vcpu_halt() -> kvm_vcpu_block(): prepare to wait and "
+             "schedule() to the idle task (LAPIC timer switch counted separately)."});
+  r.declare({"cost.vcpu_wakeup", ParamType::Dist, "2us", "time", {}, {}, {},
+             "From the kick in apic_timer_fn to the vCPU thread running again: idle exit, "
+             "try_to_wake_up(), schedule() in, return from kvm_vcpu_block()."});
   r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }

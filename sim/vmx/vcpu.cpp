@@ -32,11 +32,17 @@ bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired
   return true;
 }
 
+// kvm_vcpu_kick(): the LAPIC hrtimer is pinned to this vCPU's pCPU, so
+// apic_timer_fn runs here in root mode. A running vCPU sees the pending
+// request before its next entry (no IPI needed); a blocked one is woken
+// (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt returns.
 void Vcpu::kick(Tsc /*now*/) {
-  // The hrtimer is pinned to this vCPU's pCPU, so apic_timer_fn runs here in
-  // root mode: the pending request is seen before the next entry and no IPI
-  // is needed. (Blocked vCPUs and remote kicks come with halt polling.)
+  if (state_ == State::Blocked) pcpu_.wake_current();
 }
+
+// kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
+// pending or already in the (v)IRR.
+bool Vcpu::vcpu_runnable() const { return lapic_.pending() || lapic_.timer_irr(); }
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
@@ -55,8 +61,60 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
       break;
     }
-    case State::HandleExit: begin_vcpu_enter_guest(now); break;
+    case State::HandleExit: after_handle_exit(now); break;
+    case State::Block: after_block(now); break;
+    case State::Blocked: {
+      // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup), then
+      // kvm_lapic_switch_to_hv_timer() (nothing to re-arm while pending).
+      halted_ = false;
+      stats_.blocked_cycles += now - block_start_;
+      ctx().obs.vcpu_wakeup(vcpu_id_, true,
+                            static_cast<std::int64_t>(ctx().clock.cycles_to_ns(now - block_start_)),
+                            now);
+      state_ = State::Wakeup;
+      Tsc cost = costs_.vcpu_wakeup(rng());
+      if (hv_timer_before_block_) cost += lapic_.switch_to_hv_timer(now);
+      pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, cost);
+      break;
+    }
+    case State::Wakeup: begin_vcpu_enter_guest(now); break;
   }
+}
+
+void Vcpu::after_handle_exit(Tsc now) {
+  if (halted_) {
+    vcpu_block(now);
+    return;
+  }
+  begin_vcpu_enter_guest(now);
+}
+
+// vcpu_block() (x86.c, v5.16+; vmx_pre_block before): the preemption timer
+// cannot fire while the thread sleeps, so the deadline moves to an hrtimer;
+// then kvm_vcpu_halt() -> kvm_vcpu_block() prepares to wait. Halt polling is
+// not modelled (kvm.halt_poll_ns = 0): the thread schedules out.
+void Vcpu::vcpu_block(Tsc now) {
+  hv_timer_before_block_ = lapic_.hv_timer_in_use();
+  Tsc cost = costs_.vcpu_block(rng());
+  if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
+  state_ = State::Block;
+  pcpu_.run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
+}
+
+// kvm_vcpu_check_block() just before schedule(): an interrupt that came in
+// meanwhile means no sleep.
+void Vcpu::after_block(Tsc now) {
+  if (vcpu_runnable()) {
+    halted_ = false;
+    state_ = State::Wakeup;
+    const Tsc cost = hv_timer_before_block_ ? lapic_.switch_to_hv_timer(now) : 0;
+    pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, cost);
+    return;
+  }
+  ++stats_.blocks;
+  block_start_ = now;
+  state_ = State::Blocked;
+  pcpu_.run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
 }
 
 // vcpu_enter_guest(): process requests (a pending timer is injected here),
@@ -258,6 +316,12 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       break;
     case ExitReason::EXTERNAL_INTERRUPT:
       cost += costs_.handle_external_interrupt(rng());
+      break;
+    case ExitReason::HLT:
+      // kvm_emulate_halt(): the vCPU blocks after the handler returns.
+      cost += costs_.handle_halt(rng());
+      halted_ = true;
+      ++stats_.halts;
       break;
     default:
       break;

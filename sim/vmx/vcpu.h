@@ -71,6 +71,9 @@ struct VcpuCosts {
   Sampler handle_external_interrupt;// handle_external_interrupt() after the host IRQ ran
   Sampler exit_fastpath;    // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
   Sampler fastpath_wrmsr;   // handle_fastpath_set_msr_irqoff() before the LAPIC work
+  Sampler handle_halt;      // kvm_emulate_halt(): skip the instruction, mark halted
+  Sampler vcpu_block;       // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;      // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
 };
 
 // vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
@@ -84,6 +87,8 @@ struct VmxConfig {
 struct VcpuStats {
   std::uint64_t exits = 0, entries = 0, hv_timer_fallbacks = 0;
   std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
+  std::uint64_t halts = 0, blocks = 0;  // HLT exits; of those, how many slept
+  Tsc blocked_cycles = 0;
 };
 
 class Vcpu : public HostThread {
@@ -129,7 +134,10 @@ class Vcpu : public HostThread {
     VmExit,
     Fastpath,       // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
-    HandleExit
+    HandleExit,
+    Block,          // vcpu_block() before schedule()
+    Blocked,        // the thread sleeps; the pCPU idles
+    Wakeup          // back from kvm_vcpu_block()
   };
 
   void begin_vcpu_enter_guest(Tsc now);
@@ -139,6 +147,10 @@ class Vcpu : public HostThread {
   void begin_vmentry(Tsc now);
   bool try_exit_fastpath(Tsc now);
   void after_fastpath(Tsc now);
+  void after_handle_exit(Tsc now);
+  void vcpu_block(Tsc now);
+  void after_block(Tsc now);
+  [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);
   void guest_step(Tsc now);
   void vmexit(ExitReason reason, Tsc now);
@@ -157,6 +169,9 @@ class Vcpu : public HostThread {
   ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
   GuestStep exit_step_;              // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
+  bool halted_ = false;              // the guest executed HLT (KVM_MP_STATE_HALTED)
+  bool hv_timer_before_block_ = false;
+  Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
