@@ -25,6 +25,8 @@ class ModelObserver {
   // cyclictest-like sample on a vCPU: the wake-up was measured at `t`.
   virtual void on_latency_sample(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/, Tsc /*t*/,
                                  std::int64_t /*latency_ns*/) {}
+  // The vCPU thread schedules out in kvm_vcpu_block() (sched_switch to idle).
+  virtual void on_vcpu_block(int /*vcpu*/, int /*pcpu*/, Tsc /*t*/) {}
   // kvm_vcpu_wakeup: the vCPU thread returns from kvm_vcpu_block() after
   // `ns` (waited = it slept, not polled).
   virtual void on_vcpu_wakeup(int /*vcpu*/, bool /*waited*/, std::int64_t /*ns*/, Tsc /*t*/) {}
@@ -56,6 +58,9 @@ class Observers {
   }
   void latency_sample(int vcpu, int pcpu, Tsc d, Tsc t, std::int64_t ns) const {
     for (auto* o : list_) o->on_latency_sample(vcpu, pcpu, d, t, ns);
+  }
+  void vcpu_block(int vcpu, int pcpu, Tsc t) const {
+    for (auto* o : list_) o->on_vcpu_block(vcpu, pcpu, t);
   }
   void vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) const {
     for (auto* o : list_) o->on_vcpu_wakeup(vcpu, waited, ns, t);

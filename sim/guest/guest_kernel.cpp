@@ -173,7 +173,9 @@ void GuestKernel::program_clockevent() {
   std::uint64_t earliest = 0;
   for (auto* t : timers_)
     if (earliest == 0 || t->expires < earliest) earliest = t->expires;
-  if (earliest == 0 || earliest == programmed_ || in_hrtirq_) return;
+  if (earliest == programmed_ || in_hrtirq_) return;
+  // No timer left (the tick was stopped): the clockevent is shut down, which
+  // disarms the TSC deadline (modelled as writing 0).
   programmed_ = earliest;
   auto& q = in_irq_ ? irq_q_ : kq_;
   q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));

@@ -84,3 +84,49 @@ void TraceObserver::on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) {
 }
 
 }  // namespace kvmsim::trace
+
+namespace kvmsim::trace {
+
+void TraceObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {
+  const auto& task = tasks_[static_cast<std::size_t>(vcpu)];
+  pcpu_[static_cast<std::size_t>(vcpu)] = pcpu;
+  SchedSwitch e;
+  e.prev_comm = task.comm;
+  e.prev_pid = task.pid;
+  e.prev_prio = 120;
+  e.prev_state = "S";
+  e.next_comm = "swapper/" + std::to_string(pcpu);
+  e.next_pid = 0;
+  e.next_prio = 120;
+  writer_.sched_switch(ns(t), task, pcpu, e);
+}
+
+void TraceObserver::on_vcpu_wakeup(int vcpu, bool waited, std::int64_t block_ns, Tsc t) {
+  const auto& task = tasks_[static_cast<std::size_t>(vcpu)];
+  const int cpu = cpu_of(vcpu);
+  const TraceTask idle{"<idle>", 0};
+  // Seen from the host: the wake-up happened in the hrtimer interrupt on the
+  // idle CPU; the thread then runs and kvm_vcpu_block() returns.
+  SchedWakeup w;
+  w.comm = task.comm;
+  w.pid = task.pid;
+  w.prio = 120;
+  w.target_cpu = cpu;
+  writer_.sched_wakeup(ns(t), idle, cpu, w);
+  SchedSwitch sw;
+  sw.prev_comm = "swapper/" + std::to_string(cpu);
+  sw.prev_pid = 0;
+  sw.prev_prio = 120;
+  sw.prev_state = "R";
+  sw.next_comm = task.comm;
+  sw.next_pid = task.pid;
+  sw.next_prio = 120;
+  writer_.sched_switch(ns(t), idle, cpu, sw);
+  KvmVcpuWakeup e;
+  e.waited = waited;
+  e.ns = block_ns;
+  e.valid = true;
+  writer_.kvm_vcpu_wakeup(ns(t), task, cpu, e);
+}
+
+}  // namespace kvmsim::trace

@@ -7,7 +7,9 @@
 // What the simulated host prints, per vCPU thread ("CPU n/KVM", pid 1000+n):
 //   kvm_exit, kvm_entry, kvm_msr (TSC-deadline / EOI writes),
 //   kvm_hv_timer_state, kvm_wait_lapic_expire, kvm_apic_accept_irq (the
-//   LAPIC timer vector accepted into the IRR).
+//   LAPIC timer vector accepted into the IRR), kvm_vcpu_wakeup; and around a
+//   blocked vCPU the scheduler's view: sched_switch to the idle task
+//   (swapper/N), sched_wakeup from the hrtimer interrupt, sched_switch back.
 // Guest RIPs are not modelled: kvm_exit/kvm_entry carry a fixed RIP per exit
 // kind (a WRMSR in lapic_next_deadline, the idle/spin loop for timer exits)
 // so that tools keyed on RIP see stable values.
@@ -37,6 +39,8 @@ class TraceObserver : public ModelObserver {
   void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
   void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
   void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
+  void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
+  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
 
   [[nodiscard]] std::uint64_t lines() const { return writer_.lines_written(); }
   [[nodiscard]] bool ok() const { return static_cast<bool>(out_); }

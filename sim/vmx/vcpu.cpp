@@ -112,6 +112,7 @@ void Vcpu::after_block(Tsc now) {
     return;
   }
   ++stats_.blocks;
+  ctx().obs.vcpu_block(vcpu_id_, pcpu_.id(), now);
   block_start_ = now;
   state_ = State::Blocked;
   pcpu_.run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
