@@ -12,6 +12,7 @@
 #include "sim/core/breakdown.h"
 #include "sim/core/context.h"
 #include "sim/core/exit_stats.h"
+#include "sim/guest/cpu_hog.h"
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/guest_kernel.h"
 #include "sim/guest/kut.h"
@@ -63,6 +64,7 @@ struct Model {
   std::vector<std::unique_ptr<GuestKernel>> guests;
   std::vector<std::unique_ptr<HostTick>> ticks;
   std::unique_ptr<Cyclictest> cyclictest;
+  std::unique_ptr<CpuHog> hog;
   std::unique_ptr<KutGuest> kut;  // kvm-unit-tests workloads replace the Linux guest
   ExitStats exit_stats;
   LatencyBreakdown breakdown;
@@ -185,7 +187,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   // Workload: cyclictest in a Linux guest (one vCPU of VM 0), or a
   // kvm-unit-tests program on a 1-vCPU VM.
   const std::string workload = p.s("workload.type");
-  const bool kut = workload != "cyclictest";
+  const bool kut = workload == "tscdeadline_latency" || workload == "vmexit";
   if (kut && (vms != 1 || vcpus_per_vm != 1))
     config_error(fmt::format("{}: key 'workload.type': kvm-unit-tests '{}' runs on one VM with "
                              "one vCPU (-smp 1); set vm.count: 1 and vm.vcpus: 1",
@@ -261,7 +263,11 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         gcfg.idle_hlt = p.s("guest.idle") == "hlt";
         auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz, gcfg);
         vcpu->set_guest(guest.get());
-        if (vm == 0 && v == ct_vcpu) guest->add_task(m->cyclictest.get());
+        if (vm == 0 && v == ct_vcpu && m->cyclictest) guest->add_task(m->cyclictest.get());
+        if (vm == 0 && v == ct_vcpu && workload == "busy") {
+          m->hog = std::make_unique<CpuHog>();
+          guest->add_task(m->hog.get());
+        }
         m->guests.push_back(std::move(guest));
       }
       if (tick_hz > 0) {
