@@ -19,6 +19,8 @@
 #include "sim/sched/pcpu.h"
 #include "sim/sched/topology.h"
 #include "sim/trace/trace_observer.h"
+#include "sim/views/perfetto_observer.h"
+#include "sim/views/vcd_observer.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -71,6 +73,8 @@ struct Model {
   StageTotals stage_totals;
   std::unique_ptr<Progress> progress;
   std::unique_ptr<trace::TraceObserver> trace;
+  std::unique_ptr<views::PerfettoObserver> perfetto;
+  std::unique_ptr<views::VcdObserver> vcd;
 };
 
 Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
@@ -294,6 +298,25 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
                                                       std::move(apicid), m->topo->cpus());
     ctx.obs.add(m->trace.get());
   }
+  if (!opts.perfetto_path.empty()) {
+    std::vector<int> cpus;
+    std::vector<views::ViewVcpu> vv;
+    for (const auto& c : m->pcpus) cpus.push_back(c->id());
+    for (const auto& v : m->vcpus) vv.push_back({v->id(), v->pcpu().id(), v->comm()});
+    m->perfetto = std::make_unique<views::PerfettoObserver>(
+        opts.perfetto_path, clk, clk.from_ns(opts.perfetto_limit_ms * 1e6), std::move(cpus),
+        std::move(vv));
+    ctx.obs.add(m->perfetto.get());
+  }
+  if (!opts.vcd_path.empty()) {  // sc_trace needs the file before sc_start()
+    std::vector<const Vcpu*> vv;
+    for (const auto& v : m->vcpus) vv.push_back(v.get());
+    m->vcd = std::make_unique<views::VcdObserver>(opts.vcd_path, clk,
+                                                  clk.from_ns(opts.vcd_limit_ms * 1e6),
+                                                  clk.from_ns(opts.vcd_sample_ns), std::move(vv));
+    ctx.obs.add(m->vcd.get());
+  }
+  for (auto* o : opts.observers) ctx.obs.add(o);
   for (auto& v : m->vcpus) v->start();
 
   const auto wall0 = std::chrono::steady_clock::now();
@@ -424,6 +447,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const std::size_t wv = kut ? 0 : static_cast<std::size_t>(ct_vcpu);
   mt["lapic.timer_advance_ns"] = static_cast<double>(m->vcpus[wv]->lapic().timer_advance_ns());
   m->trace.reset();  // flush and close the trace file
+  if (m->perfetto) m->perfetto->finish(end);
+  if (m->vcd) m->vcd->finish();  // the observer stays with the model (it owns an sc_module)
   // The model is torn down by the process exit: SystemC objects cannot be
   // destroyed and re-elaborated within one process.
   m.release();

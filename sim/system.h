@@ -35,9 +35,18 @@ struct RunResult {
   double simulated_s = 0;
 };
 
+class ModelObserver;
+
 struct RunOptions {
   std::string trace_path;  // --trace FILE: trace-cmd report text of the host's kvm events
   bool progress = false;  // a progress line on stderr
+  // Teaching views (sim/views), each attached only when its path is given.
+  std::string perfetto_path;      // --perfetto FILE: Chrome trace-event JSON
+  double perfetto_limit_ms = 50;  // nothing after this much simulated time
+  std::string vcd_path;           // --vcd FILE: VCD waveform through sc_trace
+  double vcd_limit_ms = 50;       // nothing after this much simulated time
+  double vcd_sample_ns = 1000;    // preemption-timer countdown sampling (0: boundaries only)
+  std::vector<ModelObserver*> observers;  // more observers (kvmsim explain), attached last
 };
 
 RunResult run_simulation(const ParamSet& params, const RunOptions& opts = {});

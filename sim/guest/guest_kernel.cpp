@@ -142,20 +142,8 @@ GuestStep GuestKernel::step(Tsc now) {
 // interrupt delivered on entry runs first).
 void GuestKernel::suspend(Tsc remaining) {
   if (remaining == 0) return;
-  GuestStep r = last_;
-  if (remaining == kTscNever) {
-    r.kind = GuestStep::Kind::Idle;
-  } else {
-    r.kind = GuestStep::Kind::Run;
-    r.cycles = remaining;
-  }
-  if (in_irq_) {
-    irq_resume_ = r;
-    has_irq_resume_ = true;
-  } else {
-    resume_ = r;
-    has_resume_ = true;
-  }
+  (in_irq_ ? irq_resume_ : resume_) = last_.remainder(remaining);
+  (in_irq_ ? has_irq_resume_ : has_resume_) = true;
 }
 
 void GuestKernel::hrtimer_start(GuestHrtimer* t, std::uint64_t expires) {

@@ -30,14 +30,7 @@ GuestStep KutGuest::step(Tsc now) {
 
 void KutGuest::suspend(Tsc remaining) {
   if (remaining == 0) return;
-  GuestStep r = last_;
-  if (remaining == kTscNever) {
-    r.kind = GuestStep::Kind::Idle;
-  } else {
-    r.kind = GuestStep::Kind::Run;
-    r.cycles = remaining;
-  }
-  (in_isr_ ? isr_resume_ : main_resume_) = r;
+  (in_isr_ ? isr_resume_ : main_resume_) = last_.remainder(remaining);
   (in_isr_ ? has_isr_resume_ : has_main_resume_) = true;
 }
 

@@ -36,6 +36,14 @@ struct GuestStep {
   std::uint64_t value = 0;
 
   static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
+  // What is left of this step after a VM exit cut it short with `remaining`
+  // cycles to go (kTscNever: an open-ended spin/idle).
+  [[nodiscard]] GuestStep remainder(Tsc remaining) const {
+    GuestStep r = *this;
+    r.kind = remaining == kTscNever ? Kind::Idle : Kind::Run;
+    if (remaining != kTscNever) r.cycles = remaining;
+    return r;
+  }
   static GuestStep idle(Stage s = Stage::GuestIdle) { return {Kind::Idle, s, 0}; }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
     GuestStep g{Kind::Exit, Stage::Guest, 0};
@@ -118,6 +126,10 @@ class Vcpu : public HostThread {
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
   [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const { return tsc_.read_l1_tsc(host); }
   [[nodiscard]] Tsc hv_deadline_tsc() const { return hv_deadline_tsc_; }
+  // What vmx_update_hv_timer() wrote for the current (or last) entry: whether
+  // a deadline was loaded, and the 32-bit counter value (for the views).
+  [[nodiscard]] bool preemption_timer_loaded() const { return preemption_timer_loaded_; }
+  [[nodiscard]] std::uint32_t preemption_timer_value() const { return preemption_timer_value_; }
   [[nodiscard]] bool in_guest_mode() const { return state_ == State::InGuest; }
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
   Rng& rng() { return pcpu_.rng(); }

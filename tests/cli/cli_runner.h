@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,14 @@ inline std::filesystem::path out_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("kvmsim-test-" + name);
   std::filesystem::remove_all(d);
   return d;
+}
+
+// `kvmsim run ARGS -q --out <fresh dir>`, which must succeed; its metrics.
+inline nlohmann::json run_metrics(const std::string& name, const std::string& args) {
+  const auto dir = out_dir(name);
+  const auto r = run_cli("run " + args + " -q --out " + dir.string());
+  if (r.exit_code != 0) throw std::runtime_error("kvmsim run " + args + " failed:\n" + r.output);
+  return read_json(dir / "summary.json").at("metrics");
 }
 
 }  // namespace kvmsim::test

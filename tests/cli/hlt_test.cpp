@@ -9,13 +9,6 @@
 using namespace kvmsim::test;
 
 namespace {
-nlohmann::json run_metrics(const std::string& name, const std::string& args) {
-  const auto dir = out_dir(name);
-  const auto r = run_cli("run " + args + " -q --out " + dir.string());
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return read_json(dir / "summary.json").at("metrics");
-}
 }  // namespace
 
 TEST_CASE("tscdeadline_latency with HLT: every interrupt wakes a blocked vCPU, and the "

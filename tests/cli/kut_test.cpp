@@ -12,14 +12,6 @@ using namespace kvmsim::test;
 
 namespace {
 
-nlohmann::json run_metrics(const std::string& name, const std::string& args) {
-  const auto dir = out_dir(name);
-  const auto r = run_cli("run " + args + " -q --out " + dir.string());
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return read_json(dir / "summary.json").at("metrics");
-}
-
 double rel_err(double sim, double pub) { return std::fabs(sim - pub) / pub; }
 
 const char* kT2 = "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=3000";

@@ -14,6 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sim/system.h"
+
 namespace kvmsim::cli {
 
 struct Command {
@@ -26,5 +28,15 @@ Command add_compare_command(CLI::App& app);
 
 // kvmsim trace-stats FILE [--json] [--raw-clock-hz HZ]  (cmd_trace_stats.cpp)
 Command add_trace_stats_command(CLI::App& app);
+
+// kvmsim validate [--quick] [--markdown] [--jobs N] [--scenarios DIR]  (cmd_validate.cpp)
+Command add_validate_command(CLI::App& app);
+
+// kvmsim explain SCENARIO [--set k=v]... [--seed N] [--sample N]  (cmd_views.cpp)
+Command add_explain_command(CLI::App& app);
+// kvmsim run's --perfetto/--vcd options (cmd_views.cpp), stored in `opts`.
+void add_view_options(CLI::App& run, RunOptions& opts);
+// Creates the directories the view files go to.
+void prepare_view_outputs(const RunOptions& opts);
 
 }  // namespace kvmsim::cli

@@ -2,6 +2,7 @@
 //   kvmsim run SCENARIO [--set key=value]... [--seed N] [--out DIR] [--trace FILE]
 //   kvmsim params [--markdown]
 //   kvmsim trace-stats FILE [--json]
+//   kvmsim run ... [--perfetto FILE] [--vcd FILE]; kvmsim explain SCENARIO [--sample N]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,15 +27,15 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 int cmd_run(const std::string& scenario, const std::vector<std::string>& sets, long long seed,
-            const std::string& out, const std::string& trace, bool quiet) {
+            const std::string& out, const std::string& trace, bool quiet, kvmsim::RunOptions opts) {
   std::vector<std::string> overrides = sets;
   if (seed >= 0) overrides.push_back("sim.seed=" + std::to_string(seed));
   const auto params = kvmsim::load_scenario(kvmsim::model_params(), scenario, overrides);
-  kvmsim::RunOptions opts;
   opts.progress = !quiet;
   opts.trace_path = trace;
   if (!trace.empty() && std::filesystem::path(trace).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(trace).parent_path());
+  kvmsim::cli::prepare_view_outputs(opts);
   const auto result = kvmsim::run_simulation(params, opts);
   if (!out.empty()) {
     std::filesystem::create_directories(out);
@@ -68,6 +69,8 @@ int sc_main(int argc, char* argv[]) {
   run->add_option("--trace", trace,
                   "Write the host's kvm tracepoints as trace-cmd report text to FILE");
   run->add_flag("-q,--quiet", quiet, "No summary on stdout");
+  kvmsim::RunOptions view_opts;
+  kvmsim::cli::add_view_options(*run, view_opts);
 
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
@@ -75,6 +78,8 @@ int sc_main(int argc, char* argv[]) {
 
   const auto trace_stats = kvmsim::cli::add_trace_stats_command(app);
   const auto compare = kvmsim::cli::add_compare_command(app);
+  const auto explain = kvmsim::cli::add_explain_command(app);
+  const auto validate = kvmsim::cli::add_validate_command(app);
 
   try {
     app.parse(argc, argv);
@@ -82,8 +87,10 @@ int sc_main(int argc, char* argv[]) {
     return app.exit(e);
   }
   try {
-    if (run->parsed()) return cmd_run(scenario, sets, seed, out, trace, quiet);
+    if (run->parsed()) return cmd_run(scenario, sets, seed, out, trace, quiet, view_opts);
+    if (explain.app->parsed()) return explain.run();
     if (compare.app->parsed()) return compare.run();
+    if (validate.app->parsed()) return validate.run();
     if (trace_stats.app->parsed()) return trace_stats.run();
     if (params->parsed()) {
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())

@@ -1,0 +1,181 @@
+#include "sim/views/vcd_observer.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <systemc>
+
+#include "sim/core/context.h"
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim::views {
+
+// The fixed-period sampling of the countdowns: one SC_METHOD that exists only
+// while a VCD is written and stops at the limit. It touches no model state.
+class VcdSampler : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(VcdSampler);
+  VcdSampler(const sc_core::sc_module_name& name, VcdObserver& obs, Tsc period, Tsc limit)
+      : sc_module(name), obs_(obs), period_(period), limit_(limit) {
+    SC_METHOD(tick);
+  }
+
+ private:
+  void tick() {
+    const Tsc now = now_tsc();
+    if (obs_.closed() || now >= limit_) return;
+    obs_.sample(now);
+    next_trigger(cycles(period_));
+  }
+  VcdObserver& obs_;
+  Tsc period_, limit_;
+};
+
+namespace {
+constexpr std::string_view kVcdSuffix = ".vcd";
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+VcdObserver::VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
+                         std::vector<const Vcpu*> vcpus)
+    : path_(path), limit_(limit), vcpus_(vcpus.size()) {
+  // sc_create_vcd_trace_file(name) writes name + ".vcd".
+  const std::string base =
+      ends_with(path, kVcdSuffix) ? path.substr(0, path.size() - kVcdSuffix.size()) : path;
+  written_path_ = base + std::string(kVcdSuffix);
+  if (std::FILE* f = std::fopen(written_path_.c_str(), "w")) {
+    std::fclose(f);  // SystemC opens the file lazily: check now that it can be written
+  } else {
+    throw std::runtime_error("--vcd: cannot write " + written_path_);
+  }
+  tf_ = sc_core::sc_create_vcd_trace_file(base.c_str());
+  tf_->set_time_unit(1, sc_core::SC_PS);  // one SystemC time unit = one host TSC cycle
+  sc_core::sc_write_comment(
+      tf_, fmt::format("kvmsim: time unit = 1 host TSC cycle (shown as 1 ps); TSC {} kHz, so {} "
+                       "units = 1 us",
+                       clock.tsc_khz, clock.tsc_khz / 1000));
+  sc_core::sc_write_comment(
+      tf_,
+      "vcpuN.mode: 0 root (KVM handles an exit), 1 guest, 2 halted (kvm_vcpu_block), "
+      "3 polling (halt polling, not modelled yet)");
+  sc_core::sc_write_comment(
+      tf_,
+      "vcpuN.preemption_timer: VMX preemption-timer counter, recomputed from the value "
+      "loaded at entry at each segment boundary and sampling period; frozen in root mode; "
+      "0xffffffff = soft-disabled (preemption_timer_armed = 0)");
+  sc_core::sc_write_comment(
+      tf_,
+      "vcpuN.hv_timer: last kvm_hv_timer_state (1 preemption timer, 0 host hrtimer); "
+      "vcpuN.latency_ns: last latency sample");
+  for (std::size_t i = 0; i < vcpus.size(); ++i) {
+    VcpuTrace& v = vcpus_[i];
+    v.vcpu = vcpus[i];
+    v.rate = vcpus[i]->vmx().preemption_timer_rate;
+    const std::string scope = fmt::format("vcpu{}.", vcpus[i]->id());
+    sc_core::sc_trace(tf_, v.mode, scope + "mode", 8);
+    sc_core::sc_trace(tf_, v.preemption_timer, scope + "preemption_timer", 32);
+    sc_core::sc_trace(tf_, v.preemption_timer_armed, scope + "preemption_timer_armed");
+    sc_core::sc_trace(tf_, v.hv_timer, scope + "hv_timer");
+    sc_core::sc_trace(tf_, v.latency_ns, scope + "latency_ns", 32);
+  }
+  if (sample_period > 0)
+    sampler_ = std::make_unique<VcdSampler>("kvmsim_vcd_sampler", *this, sample_period, limit);
+}
+
+VcdObserver::~VcdObserver() {
+  try {
+    finish();
+  } catch (...) {  // a destructor must not throw
+  }
+}
+
+void VcdObserver::finish() {
+  if (!tf_) return;
+  sc_core::sc_close_vcd_trace_file(tf_);
+  tf_ = nullptr;
+  if (written_path_ != path_) std::rename(written_path_.c_str(), path_.c_str());
+}
+
+VcdObserver::VcpuTrace* VcdObserver::at(int vcpu) {
+  if (vcpu < 0 || static_cast<std::size_t>(vcpu) >= vcpus_.size()) return nullptr;
+  return &vcpus_[static_cast<std::size_t>(vcpu)];
+}
+
+bool VcdObserver::past_limit(Tsc t) {
+  if (!tf_) return true;
+  if (t < limit_) return false;
+  finish();
+  return true;
+}
+
+void VcdObserver::refresh(VcpuTrace& v, Tsc now) {
+  if (!v.counting || now < v.entry) return;
+  const Tsc ticks = (now >> v.rate) - (v.entry >> v.rate);
+  v.preemption_timer = ticks >= v.loaded ? 0U : static_cast<unsigned>(v.loaded - ticks);
+}
+
+void VcdObserver::sample(Tsc now) {
+  if (past_limit(now)) return;
+  for (auto& v : vcpus_) refresh(v, now);
+}
+
+void VcdObserver::on_segment(int /*pcpu*/, Stage /*stage*/, Tsc /*begin*/, Tsc end) {
+  if (past_limit(end)) return;
+  for (auto& v : vcpus_) refresh(v, end);
+}
+
+void VcdObserver::set_vcpu_mode(int vcpu, VcpuMode mode, Tsc t) {
+  if (past_limit(t)) return;
+  VcpuTrace* v = at(vcpu);
+  if (!v) return;
+  if (mode == VcpuMode::Guest) {
+    // vmx_update_hv_timer() loaded the counter at the end of vmx_vcpu_run();
+    // it starts counting now.
+    v->preemption_timer_armed = v->vcpu->preemption_timer_loaded();
+    v->counting = v->preemption_timer_armed;
+    v->loaded = v->preemption_timer_armed ? v->vcpu->preemption_timer_value() : 0xffffffffU;
+    v->entry = t;
+    v->preemption_timer = v->loaded;
+  } else {
+    refresh(*v, t);  // the value it stopped at
+    v->counting = false;
+  }
+  v->mode = static_cast<unsigned>(mode);
+}
+
+void VcdObserver::on_vmexit(int vcpu, int /*pcpu*/, ExitReason /*reason*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Root, t);
+}
+
+void VcdObserver::on_vmentry(int vcpu, int /*pcpu*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Guest, t);
+}
+
+void VcdObserver::on_vcpu_block(int vcpu, int /*pcpu*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Halted, t);
+}
+
+void VcdObserver::on_vcpu_wakeup(int vcpu, bool /*waited*/, std::int64_t /*ns*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Root, t);
+}
+
+void VcdObserver::on_latency_sample(int vcpu, int /*pcpu*/, Tsc /*deadline*/, Tsc t,
+                                    std::int64_t latency_ns) {
+  if (past_limit(t)) return;
+  if (VcpuTrace* v = at(vcpu))
+    v->latency_ns = latency_ns <= 0             ? 0U
+                    : latency_ns > 0xffffffffLL ? 0xffffffffU
+                                                : static_cast<unsigned>(latency_ns);
+}
+
+void VcdObserver::on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) {
+  if (past_limit(t)) return;
+  if (VcpuTrace* v = at(vcpu)) v->hv_timer = hv_timer;
+}
+
+}  // namespace kvmsim::views

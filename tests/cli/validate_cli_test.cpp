@@ -1,0 +1,224 @@
+// `kvmsim validate`: the accuracy table on quick runs ([validate], runs six
+// simulations) and the pure check evaluation behind it ([validate-unit]).
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/cli/cli_runner.h"
+#include "tools/kvmsim/validation.h"
+
+using namespace kvmsim;
+using namespace kvmsim::validate;
+using namespace kvmsim::test;
+
+namespace {
+
+// The table's data rows (lines starting with an experiment id "T<digit>").
+std::vector<std::string> table_rows(const std::string& output, bool markdown) {
+  std::vector<std::string> rows;
+  std::istringstream in(output);
+  std::string line;
+  const std::string prefix = markdown ? "| T" : "T";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size() &&
+        std::isdigit(static_cast<unsigned char>(line[prefix.size()])) &&
+        (markdown || line.find("  ") == prefix.size() + 1))
+      rows.push_back(line);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("validate --quick: T1, T2 and T3 all within tolerance", "[validate]") {
+  const auto r = run_cli("validate --quick");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const auto rows = table_rows(r.output, false);
+  CHECK(rows.size() >= 19);
+  for (const char* id : {"T1", "T2", "T3"}) {
+    bool found = false;
+    for (const auto& row : rows) found = found || row.rfind(std::string(id) + " ", 0) == 0;
+    CHECK(found);
+  }
+  for (const auto& row : rows) {
+    INFO(row);
+    CHECK(row.size() >= 3);
+    CHECK(row.substr(row.size() - 3) == "yes");
+  }
+  CHECK(r.output.find("wall time") != std::string::npos);
+  CHECK(r.output.find("skipped, scenario missing: T4") != std::string::npos);
+  // Child runs' libsystemc banners stay hidden: at most the parent's own.
+  std::size_t banners = 0;
+  for (auto p = r.output.find("ALL RIGHTS RESERVED"); p != std::string::npos;
+       p = r.output.find("ALL RIGHTS RESERVED", p + 1))
+    ++banners;
+  CHECK(banners <= 1);
+}
+
+TEST_CASE("validate --quick --markdown: a Markdown table", "[validate]") {
+  const auto r = run_cli("validate --quick --markdown --jobs 1");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("\n| experiment | switch/setting | metric | published | simulated | error "
+                      "| tolerance | within tolerance |\n|---|") != std::string::npos);
+  const auto rows = table_rows(r.output, true);
+  CHECK(rows.size() >= 19);
+  for (const auto& row : rows) {
+    INFO(row);
+    CHECK(row.substr(row.size() - 8) == " | yes |");
+  }
+}
+
+TEST_CASE("validate: a missing scenarios directory is an input error", "[validate]") {
+  const auto r = run_cli("validate --quick --scenarios no/such/dir");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("scenarios directory 'no/such/dir' not found") != std::string::npos);
+}
+
+TEST_CASE("validate: tolerance kinds", "[validate-unit]") {
+  SECTION("exact and offset") {
+    CHECK(evaluate(Tolerance::exact(), 6, 6, "us", 0).pass);
+    const auto v = evaluate(Tolerance::exact(), 5, 6, "us", 0);
+    CHECK_FALSE(v.pass);
+    CHECK(v.error == "+1");
+    CHECK(v.tolerance == "exact");
+    CHECK(evaluate(Tolerance::offset(0, 1), 5, 6, "us", 0).pass);
+    CHECK_FALSE(evaluate(Tolerance::offset(0, 1), 5, 4, "us", 0).pass);
+    CHECK(evaluate(Tolerance::offset(0, 1), 5, 6, "us", 0).tolerance == "0 to +1");
+  }
+  SECTION("absolute, in percentage points for %") {
+    auto v = evaluate(Tolerance::absolute(0.3), 6.06, 6.03, "us", 2);
+    CHECK(v.pass);
+    CHECK(v.error == "-0.03 us");
+    CHECK(v.tolerance == "+-0.3 us");
+    CHECK_FALSE(evaluate(Tolerance::absolute(0.3), 6.0, 6.31, "us", 2).pass);
+    v = evaluate(Tolerance::absolute(10), 63, 53, "%", 1);  // exactly at the limit passes
+    CHECK(v.pass);
+    CHECK(v.error == "-10 pp");
+    CHECK(v.tolerance == "+-10 pp");
+    CHECK_FALSE(evaluate(Tolerance::absolute(10), 63, 52.9, "%", 1).pass);
+  }
+  SECTION("relative") {
+    auto v = evaluate(Tolerance::relative(0.15), 4450, 4461, "", 0);
+    CHECK(v.pass);
+    CHECK(v.error == "+0.2%");
+    CHECK(v.tolerance == "+-15%");
+    CHECK(evaluate(Tolerance::relative(0.15), 1000, 850, "", 0).pass);
+    CHECK_FALSE(evaluate(Tolerance::relative(0.15), 1000, 849, "", 0).pass);
+    CHECK_FALSE(evaluate(Tolerance::relative(0.10), 1000, 1101, "", 0).pass);
+  }
+  SECTION("at most, without a published value") {
+    auto v = evaluate(Tolerance::at_most(0.3), kNaN, 0.021, "us", 3);
+    CHECK(v.pass);
+    CHECK(v.tolerance == "<= 0.3 us");
+    CHECK_FALSE(evaluate(Tolerance::at_most(0.3), kNaN, 0.31, "us", 3).pass);
+  }
+  SECTION("factor, both ways") {
+    auto v = evaluate(Tolerance::factor(3), 74, 101, "", 0);
+    CHECK(v.pass);
+    CHECK(v.error == "x1.36");
+    CHECK(v.tolerance == "within x3");
+    CHECK(evaluate(Tolerance::factor(3), 300, 100, "", 0).pass);
+    CHECK_FALSE(evaluate(Tolerance::factor(3), 300, 99, "", 0).pass);
+    CHECK_FALSE(evaluate(Tolerance::factor(3), 100, 301, "", 0).pass);
+  }
+  SECTION("a missing simulated value fails every kind") {
+    for (const auto& t : {Tolerance::exact(), Tolerance::absolute(1), Tolerance::relative(1),
+                          Tolerance::at_most(1), Tolerance::factor(3), Tolerance::offset(-1, 1)}) {
+      const auto v = evaluate(t, 1, kNaN, "", 0);
+      CHECK_FALSE(v.pass);
+      CHECK(v.error == "-");
+    }
+  }
+}
+
+TEST_CASE("validate: number formatting", "[validate-unit]") {
+  CHECK(format_number(3028.5, 2) == "3028.5");
+  CHECK(format_number(2494.75, 2) == "2494.75");
+  CHECK(format_number(4450, 0) == "4450");
+  CHECK(format_number(-0.001, 2) == "0");
+  CHECK(format_number(kNaN, 2) == "n/a");
+  CHECK(format_signed(0.25, 2) == "+0.25");
+  CHECK(format_signed(-1, 0) == "-1");
+}
+
+TEST_CASE("validate: an experiment's checks on its runs, with quick tolerances",
+          "[validate-unit]") {
+  Experiment e;
+  e.id = "TX";
+  e.scenario = "x.yaml";
+  e.runs = switch_runs("kvm.switch", {"false", "true"});
+  Check a;
+  a.metric = "m";
+  a.decimals = 0;
+  a.runs = {0};
+  a.published = 100;
+  a.tolerance = Tolerance::relative(0.10);
+  a.simulate = [](const RunRefs& r) { return r[0]->metric("m"); };
+  Check b = a;
+  b.runs = {1};
+  b.published = 50;
+  b.tolerance = Tolerance::exact();
+  b.quick_tolerance = Tolerance::offset(0, 10);
+  Check red;
+  red.metric = "reduction";
+  red.unit = "%";
+  red.decimals = 1;
+  red.runs = {0, 1};
+  red.published = 50;
+  red.tolerance = Tolerance::absolute(10);
+  red.simulate = [](const RunRefs& r) { return 100 * (1 - r[1]->metric("m") / r[0]->metric("m")); };
+  e.checks = {a, b, red};
+
+  std::vector<RunOutput> out(2);
+  out[0].ok = out[1].ok = true;
+  out[0].metrics["m"] = 105;
+  out[1].metrics["m"] = 55;
+
+  auto rows = evaluate_experiment(e, out, false);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].experiment == "TX");
+  CHECK(rows[0].setting == "kvm.switch=false");
+  CHECK(rows[0].published == "100");
+  CHECK(rows[0].simulated == "105");
+  CHECK(rows[0].pass);
+  CHECK(rows[1].setting == "kvm.switch=true");
+  CHECK_FALSE(rows[1].pass);  // exact on a full run
+  CHECK(rows[2].setting == "kvm.switch=false -> true");
+  CHECK(rows[2].metric == "reduction (%)");
+  CHECK(rows[2].simulated == "47.6");
+  CHECK(rows[2].error == "-2.4 pp");
+  CHECK(rows[2].pass);
+
+  rows = evaluate_experiment(e, out, true);
+  CHECK(rows[1].pass);  // the quick tolerance
+  CHECK(rows[1].tolerance == "0 to +10");
+
+  // A failed run: its checks fail, they do not throw.
+  out[1] = RunOutput{};
+  out[1].error = "exit code 2";
+  rows = evaluate_experiment(e, out, false);
+  CHECK(rows[0].pass);
+  CHECK_FALSE(rows[1].pass);
+  CHECK(rows[1].simulated == "n/a");
+  CHECK_FALSE(rows[2].pass);
+
+  const std::string md = format_table(rows, true);
+  CHECK(md.rfind("| experiment | switch/setting | metric | published | simulated | error | "
+                 "tolerance | within tolerance |\n",
+                 0) == 0);
+  CHECK(md.find("| TX | kvm.switch=false → true | reduction (%) |") != std::string::npos);
+  const std::string text = format_table(rows, false);
+  CHECK(text.rfind("experiment  switch/setting", 0) == 0);
+}
+
+TEST_CASE("validate: transition labels", "[validate-unit]") {
+  CHECK(transition_label("kvm.a=false", "kvm.a=true") == "kvm.a=false -> true");
+  CHECK(transition_label("vm.vcpus=16 g.pv=false", "vm.vcpus=16 g.pv=true") ==
+        "vm.vcpus=16 g.pv=false -> true");
+  CHECK(transition_label("x=1", "y=2") == "x=1 -> y=2");
+}

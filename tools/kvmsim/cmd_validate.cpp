@@ -1,0 +1,321 @@
+// kvmsim validate [--quick] [--markdown] [--jobs N] [--scenarios DIR]
+// The simulator's accuracy statement: runs every experiment of
+// validation_targets() whose scenario exists, each paired setting as a child
+// `kvmsim run SCENARIO --set ... -q --out DIR` (SystemC elaborates once per
+// process), and prints one table of published vs simulated values with the
+// verdict of each check. Exit status: 0 every check within tolerance, 1 a
+// check outside it (or a run failed), 2 no scenarios to run.
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/histogram.h"
+#include "tools/kvmsim/commands.h"
+#include "tools/kvmsim/validation.h"
+
+namespace kvmsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using validate::Experiment;
+using validate::RunOutput;
+
+constexpr const char* kValidateFooter = R"(
+Runs each experiment of validation-targets.md whose scenario file is in the
+scenarios directory, once per paired setting of the switch studied, with the
+scenario's default seed, as child processes of this binary (up to --jobs at a
+time). Full runs use the scenarios as they are (the published setups); --quick
+shortens them (fewer loops, samples or cycles) and keeps the tolerances, except
+where a shorter run cannot see the published value (the hrtimer path's minimum).
+
+Prints one table: experiment, switch/setting, metric, published, simulated,
+error, tolerance, within tolerance; then the experiments skipped because their
+scenario is missing, and the wall time.
+
+Exit status: 0 every check within tolerance, 1 a check outside it or a run
+failed, 2 the scenarios directory or every scenario is missing.)";
+
+struct ValidateOptions {
+  bool quick = false;
+  bool markdown = false;
+  int jobs = 2;
+  std::string scenarios = "scenarios";
+};
+
+struct Job {
+  std::size_t experiment = 0;  // index into the experiments that run
+  std::size_t run = 0;         // index into Experiment::runs
+  std::vector<std::string> args;
+  fs::path dir;
+  int status = 0;       // waitpid status
+  std::string failure;  // could not start
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A child's stderr without libsystemc's banner and blank lines.
+std::string filtered_stderr(const fs::path& p) {
+  std::istringstream in(read_text(p));
+  std::string line;
+  std::string out;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find("SystemC 2.") != std::string::npos ||
+        line.find("Copyright (c) 1996") != std::string::npos ||
+        line.find("ALL RIGHTS RESERVED") != std::string::npos)
+      continue;
+    out += (out.empty() ? "" : "\n") + line;
+  }
+  return out;
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// fork + exec of this binary; stdout and stderr to files in the job's dir.
+pid_t spawn(Job& job) {
+  std::vector<char*> argv;
+  argv.reserve(job.args.size() + 1);
+  for (auto& a : job.args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string out_path = (job.dir / "stdout.txt").string();
+  const std::string err_path = (job.dir / "stderr.txt").string();
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0 || err < 0) {
+    job.failure = "cannot create " + job.dir.string() + ": " + std::strerror(errno);
+    if (out >= 0) ::close(out);
+    if (err >= 0) ::close(err);
+    return -1;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    ::execv("/proc/self/exe", argv.data());
+    ::_exit(127);
+  }
+  if (pid < 0) job.failure = std::string("fork: ") + std::strerror(errno);
+  ::close(out);
+  ::close(err);
+  return pid;
+}
+
+void run_jobs(std::vector<Job>& jobs, int parallel) {
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  std::size_t done = 0;
+  const auto report = [&] {
+    if (progress)
+      std::cerr << "\rkvmsim validate: " << done << "/" << jobs.size() << " runs" << std::flush;
+  };
+  report();
+  while (done < jobs.size()) {
+    while (running.size() < static_cast<std::size_t>(parallel) && next < jobs.size()) {
+      const pid_t pid = spawn(jobs[next]);
+      if (pid > 0)
+        running[pid] = next;
+      else
+        ++done;
+      ++next;
+    }
+    if (running.empty()) continue;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      for (auto& [p, i] : running)
+        jobs[i].failure = std::string("waitpid: ") + std::strerror(errno);
+      break;
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    jobs[it->second].status = status;
+    running.erase(it);
+    ++done;
+    report();
+  }
+  if (progress) std::cerr << "\r\033[K" << std::flush;
+}
+
+RunOutput read_run(const Job& job) {
+  RunOutput r;
+  const std::string cmd = command_line(job.args);
+  if (!job.failure.empty()) {
+    r.error = job.failure;
+    return r;
+  }
+  if (!WIFEXITED(job.status) || WEXITSTATUS(job.status) != 0) {
+    r.error = (WIFEXITED(job.status) ? "exit code " + std::to_string(WEXITSTATUS(job.status))
+                                     : "killed by signal " + std::to_string(WTERMSIG(job.status))) +
+              " from `" + cmd + "`";
+    const std::string err = filtered_stderr(job.dir / "stderr.txt");
+    if (!err.empty()) r.error += ":\n" + err;
+    return r;
+  }
+  try {
+    const auto summary = nlohmann::json::parse(read_text(job.dir / "summary.json"));
+    for (const auto& [key, value] : summary.at("metrics").items())
+      if (value.is_number()) r.metrics[key] = value.get<double>();
+    const fs::path hist = job.dir / "histogram.txt";
+    if (fs::exists(hist)) {
+      const CyclictestReport rep = parse_cyclictest(read_text(hist));
+      if (!rep.threads.empty() && rep.buckets > 0) r.histogram = histogram_from_report(rep, 0);
+    }
+    r.ok = true;
+  } catch (const std::exception& e) {
+    r.error = "cannot read the output of `" + cmd + "`: " + e.what();
+  }
+  return r;
+}
+
+// Removes the temp directory on every way out.
+struct TempDir {
+  fs::path path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+std::string legend_line(const Experiment& e, const std::string& scenario,
+                        const std::vector<std::string>& sets, bool markdown) {
+  std::string cmd = scenario;
+  for (const auto& s : sets) cmd += " --set " + s;
+  std::string runs;
+  for (const auto& r : e.runs) runs += (runs.empty() ? "" : ", ") + r.label;
+  if (markdown) return "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs + "\n";
+  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs + "\n";
+}
+
+int run_validate(const ValidateOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path dir = o.scenarios;
+  if (!fs::is_directory(dir)) {
+    std::cerr << "kvmsim: error: scenarios directory '" << o.scenarios
+              << "' not found (run from the kvmsim source directory or pass --scenarios DIR)\n";
+    return 2;
+  }
+  std::vector<const Experiment*> experiments;
+  std::vector<std::string> skipped;
+  for (const Experiment& e : validate::validation_targets()) {
+    if (fs::is_regular_file(dir / e.scenario))
+      experiments.push_back(&e);
+    else
+      skipped.push_back(e.id + " (" + (dir / e.scenario).string() + " not found)");
+  }
+  if (experiments.empty()) {
+    std::cerr << "kvmsim: error: no scenario of any experiment in '" << o.scenarios << "'\n";
+    return 2;
+  }
+
+  TempDir tmp{fs::temp_directory_path() / ("kvmsim-validate-" + std::to_string(::getpid()))};
+  fs::remove_all(tmp.path);
+  fs::create_directories(tmp.path);
+
+  std::vector<Job> jobs;
+  for (std::size_t i = 0; i < experiments.size(); ++i) {
+    const Experiment& e = *experiments[i];
+    const auto& common = o.quick ? e.quick_sets : e.full_sets;
+    for (std::size_t k = 0; k < e.runs.size(); ++k) {
+      Job j;
+      j.experiment = i;
+      j.run = k;
+      j.dir = tmp.path / (e.id + "-" + std::to_string(k));
+      fs::create_directories(j.dir);
+      j.args = {"kvmsim", "run", (dir / e.scenario).string(), "-q", "--out", j.dir.string()};
+      for (const auto& s : common) j.args.insert(j.args.end(), {"--set", s});
+      for (const auto& s : e.runs[k].sets) j.args.insert(j.args.end(), {"--set", s});
+      jobs.push_back(std::move(j));
+    }
+  }
+  std::cout << std::flush;
+  run_jobs(jobs, o.jobs);
+
+  std::vector<std::vector<RunOutput>> outputs(experiments.size());
+  for (std::size_t i = 0; i < experiments.size(); ++i)
+    outputs[i].resize(experiments[i]->runs.size());
+  std::vector<std::string> failures;
+  for (const Job& j : jobs) {
+    RunOutput r = read_run(j);
+    if (!r.ok)
+      failures.push_back(experiments[j.experiment]->id + " " +
+                         experiments[j.experiment]->runs[j.run].label + ": " + r.error);
+    outputs[j.experiment][j.run] = std::move(r);
+  }
+  std::vector<validate::Row> rows;
+  for (std::size_t i = 0; i < experiments.size(); ++i) {
+    auto r = validate::evaluate_experiment(*experiments[i], outputs[i], o.quick);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+
+  std::string text = "kvmsim validate: ";
+  text += o.quick ? "quick (shortened) runs" : "full runs (the scenarios as published)";
+  text += ", default seeds\n\n";
+  for (const Experiment* e : experiments)
+    text += legend_line(*e, (dir / e->scenario).string(), o.quick ? e->quick_sets : e->full_sets,
+                        o.markdown);
+  text += "\n" + validate::format_table(rows, o.markdown) + "\n";
+  std::size_t passed = 0;
+  for (const auto& r : rows) passed += r.pass ? 1 : 0;
+  const std::string bullet = o.markdown ? "- " : "";
+  for (const auto& s : skipped)
+    text.append(bullet).append("skipped, scenario missing: ").append(s) += "\n";
+  for (const auto& f : failures) text.append(bullet).append("run failed: ").append(f) += "\n";
+  text += bullet + std::to_string(passed) + " of " + std::to_string(rows.size()) +
+          " checks within tolerance\n";
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "wall time %.1f s (%zu runs, up to %d in parallel)\n", wall,
+                jobs.size(), o.jobs);
+  text += bullet + buf;
+  std::cout << text << std::flush;
+  return passed == rows.size() && failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_validate_command(CLI::App& app) {
+  auto opts = std::make_shared<ValidateOptions>();
+  auto* sub = app.add_subcommand(
+      "validate", "Run every scenario with a published target and print the accuracy table");
+  sub->add_flag("--quick", opts->quick, "Shortened runs (under 2 minutes on 2 cores)");
+  sub->add_flag("--markdown", opts->markdown, "Print the table as Markdown (for the README)");
+  sub->add_option("--jobs", opts->jobs, "Simulations run in parallel (default 2)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--scenarios", opts->scenarios,
+                  "Directory of the scenario files (default scenarios)")
+      ->type_name("DIR");
+  sub->footer(kValidateFooter);
+  return {sub, [opts] { return run_validate(*opts); }};
+}
+
+}  // namespace kvmsim::cli

@@ -1,0 +1,319 @@
+// `kvmsim validate`: the published targets (validation-targets.md) as data,
+// and the pure part of checking simulated runs against them.
+//
+// An Experiment is one scenario run once per RunSetting (the paired settings
+// of the switch studied); each Check reads one or more of those runs,
+// computes a simulated value and compares it with the published one under a
+// Tolerance. The table of experiments is validation_targets()
+// (validation_targets.cpp); running the children and printing is
+// cmd_validate.cpp. Everything in this header is header-only so that the
+// unit tests (which do not link the CLI) can use it.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/histogram.h"
+
+namespace kvmsim::validate {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// What one child `kvmsim run ... --out DIR` produced.
+struct RunOutput {
+  bool ok = false;                            // the run exited 0 and its summary was read
+  std::string error;                          // why not, when !ok
+  std::map<std::string, double> metrics;      // summary.json "metrics" (numbers only)
+  std::optional<LatencyHistogram> histogram;  // histogram.txt, thread 0 (cyclictest only)
+
+  // NaN when the run failed or the metric is absent.
+  [[nodiscard]] double metric(const std::string& key) const {
+    const auto it = metrics.find(key);
+    return ok && it != metrics.end() ? it->second : kNaN;
+  }
+};
+
+// How a simulated value may differ from the published one. A value equal to
+// its limit passes (limits are widened by a relative 1e-9 against rounding).
+struct Tolerance {
+  enum class Kind {
+    kExact,     // simulated == published
+    kOffset,    // published + lo <= simulated <= published + hi
+    kAbsolute,  // |simulated - published| <= lo (in the check's unit; "pp" for %)
+    kRelative,  // |simulated - published| <= lo * |published|
+    kAtMost,    // simulated <= lo (no published value: a distance to the published data)
+    kFactor,    // published / lo <= simulated <= published * lo
+  };
+  Kind kind = Kind::kExact;
+  double lo = 0, hi = 0;
+
+  static Tolerance exact() { return {Kind::kExact, 0, 0}; }
+  static Tolerance offset(double lo, double hi) { return {Kind::kOffset, lo, hi}; }
+  static Tolerance absolute(double d) { return {Kind::kAbsolute, d, 0}; }
+  static Tolerance relative(double fraction) { return {Kind::kRelative, fraction, 0}; }
+  static Tolerance at_most(double limit) { return {Kind::kAtMost, limit, 0}; }
+  static Tolerance factor(double f) { return {Kind::kFactor, f, 0}; }
+};
+
+// `decimals` fixed decimals, trailing zeros (and a bare '.') dropped, no "-0";
+// "n/a" for NaN.
+inline std::string format_number(double v, int decimals) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+inline std::string format_signed(double v, int decimals) {
+  std::string s = format_number(v, decimals);
+  if (s != "0" && s[0] != '-' && s != "n/a") s = "+" + s;
+  return s;
+}
+
+struct Verdict {
+  bool pass = false;
+  std::string error;      // simulated vs published: "+1", "-0.03 us", "+0.2%", "x1.36", "-"
+  std::string tolerance;  // "exact", "+-0.3 us", "+-15%", "<= 0.3 us", "within x3", ...
+};
+
+// unit: of the values ("us", "cycles", "%", ...); an absolute error on a
+// percentage is in percentage points. decimals: as the values are printed.
+inline Verdict evaluate(const Tolerance& t, double published, double simulated,
+                        const std::string& unit, int decimals) {
+  using K = Tolerance::Kind;
+  const std::string abs_unit = unit == "%" ? "pp" : unit;
+  const auto with_unit = [](const std::string& s, const std::string& u) {
+    return u.empty() ? s : s + " " + u;
+  };
+  const auto slack = [](double limit) { return 1e-9 * std::max(1.0, std::fabs(limit)); };
+  Verdict v;
+  const double diff = simulated - published;
+  switch (t.kind) {
+    case K::kExact:
+      v.tolerance = "exact";
+      v.error = format_signed(diff, decimals);
+      v.pass = std::fabs(diff) <= slack(published);
+      break;
+    case K::kOffset:
+      v.tolerance = format_signed(t.lo, decimals) + " to " + format_signed(t.hi, decimals);
+      v.error = format_signed(diff, decimals);
+      v.pass = diff >= t.lo - slack(t.lo) && diff <= t.hi + slack(t.hi);
+      break;
+    case K::kAbsolute:
+      v.tolerance = with_unit("+-" + format_number(t.lo, decimals + 2), abs_unit);
+      v.error = with_unit(format_signed(diff, decimals), abs_unit);
+      v.pass = std::fabs(diff) <= t.lo + slack(t.lo);
+      break;
+    case K::kRelative: {
+      v.tolerance = "+-" + format_number(100 * t.lo, 1) + "%";
+      const double rel = diff / std::fabs(published);
+      v.error = format_signed(100 * rel, 1) + "%";
+      v.pass = std::fabs(rel) <= t.lo + slack(t.lo);
+      break;
+    }
+    case K::kAtMost:
+      v.tolerance = with_unit("<= " + format_number(t.lo, decimals + 2), unit);
+      v.error = "-";
+      v.pass = simulated <= t.lo + slack(t.lo);
+      break;
+    case K::kFactor: {
+      v.tolerance = "within x" + format_number(t.lo, 2);
+      const double ratio = simulated / published;
+      v.error = "x" + format_number(ratio, 2);
+      v.pass = simulated >= published / t.lo - slack(published / t.lo) &&
+               simulated <= published * t.lo + slack(published * t.lo);
+      break;
+    }
+  }
+  if (std::isnan(simulated) || (std::isnan(published) && t.kind != K::kAtMost)) {
+    v.pass = false;
+    v.error = "-";
+  }
+  return v;
+}
+
+// One run of an experiment: the --set overrides that distinguish it.
+struct RunSetting {
+  std::string label;              // "kvm.enable_hv_timer=true"
+  std::vector<std::string> sets;  // {"kvm.enable_hv_timer=true"}
+};
+
+// A run of each value of `key`, labelled "key=value".
+inline std::vector<RunSetting> switch_runs(const std::string& key,
+                                           const std::vector<std::string>& values) {
+  std::vector<RunSetting> r;
+  r.reserve(values.size());
+  for (const auto& v : values) {
+    std::string set = key;
+    set.append("=").append(v);
+    r.push_back({set, {set}});
+  }
+  return r;
+}
+
+using RunRefs = std::vector<const RunOutput*>;
+
+struct Check {
+  std::string metric;             // row label ("mean over bins 3-12"); the unit is appended
+  std::string unit;               // "us", "cycles", "%" (absolute errors then in pp), "" ...
+  int decimals = 2;               // printed decimals (trailing zeros dropped)
+  std::vector<std::size_t> runs;  // indices into Experiment::runs, in the order simulate gets them
+  double published = kNaN;        // NaN: nothing published (kAtMost checks)
+  Tolerance tolerance;
+  // For --quick, where a shorter run cannot be held to the full-length
+  // tolerance; the table says why in a comment.
+  std::optional<Tolerance> quick_tolerance;
+  std::function<double(const RunRefs&)> simulate;
+  std::string setting;  // the table's setting column; empty: from the runs' labels
+};
+
+struct Experiment {
+  std::string id;        // "T1"
+  std::string title;     // one line
+  std::string scenario;  // file name in the scenarios directory
+  std::vector<RunSetting> runs;
+  std::vector<std::string> full_sets;   // --set for every run of the full validation
+  std::vector<std::string> quick_sets;  // --set for every run with --quick
+  std::vector<Check> checks;
+};
+
+// The published targets (validation_targets.cpp, linked into the CLI only).
+const std::vector<Experiment>& validation_targets();
+
+// "a=x -> y" when both labels share everything up to an '='; "A -> B" otherwise.
+inline std::string transition_label(const std::string& a, const std::string& b) {
+  std::size_t common = 0;
+  while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
+  const std::size_t eq = a.rfind('=', common == 0 ? 0 : common - 1);
+  if (common > 0 && eq != std::string::npos && eq < common) return a + " -> " + b.substr(eq + 1);
+  return a + " -> " + b;
+}
+
+inline std::string setting_label(const Experiment& e, const Check& c) {
+  if (!c.setting.empty()) return c.setting;
+  std::string s;
+  for (std::size_t i = 0; i < c.runs.size(); ++i) {
+    const std::string& l = e.runs.at(c.runs[i]).label;
+    if (i == 0)
+      s = l;
+    else if (c.runs.size() == 2)
+      s = transition_label(s, l);
+    else
+      s += ", " + l;
+  }
+  return s;
+}
+
+// One line of the accuracy table.
+struct Row {
+  std::string experiment, setting, metric, published, simulated, error, tolerance;
+  bool pass = false;
+};
+
+// Evaluates every check of `e` on its runs' outputs (outputs[i] is the run of
+// e.runs[i]).
+inline std::vector<Row> evaluate_experiment(const Experiment& e,
+                                            const std::vector<RunOutput>& outputs, bool quick) {
+  std::vector<Row> rows;
+  for (const Check& c : e.checks) {
+    RunRefs refs;
+    bool have_all = true;
+    for (std::size_t i : c.runs) {
+      if (i < outputs.size())
+        refs.push_back(&outputs[i]);
+      else
+        have_all = false;
+    }
+    double sim = kNaN;
+    if (have_all && c.simulate) sim = c.simulate(refs);
+    const Tolerance& tol = quick && c.quick_tolerance ? *c.quick_tolerance : c.tolerance;
+    const Verdict v = evaluate(tol, c.published, sim, c.unit, c.decimals);
+    Row r;
+    r.experiment = e.id;
+    r.setting = setting_label(e, c);
+    r.metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
+    r.published = std::isnan(c.published) ? "-" : format_number(c.published, c.decimals);
+    r.simulated = format_number(sim, c.decimals);
+    r.error = v.error;
+    r.tolerance = v.tolerance;
+    r.pass = v.pass;
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+// Markdown cells: arrows and comparison signs as in the README.
+inline std::string markdown_cell(std::string s) {
+  const std::pair<const char*, const char*> repl[] = {
+      {" -> ", " → "}, {"+-", "±"}, {"<= ", "≤ "}, {"within x", "within ×"}, {"|", "\\|"}};
+  for (const auto& [from, to] : repl) {
+    const std::string f = from;
+    const std::string t = to;
+    for (std::size_t p = s.find(f); p != std::string::npos; p = s.find(f, p + t.size()))
+      s.replace(p, f.size(), t);
+  }
+  if (s.size() > 1 && s[0] == 'x' && (std::isdigit(static_cast<unsigned char>(s[1])) != 0))
+    s = "×" + s.substr(1);
+  return s;
+}
+
+// The table: aligned plain text, or a Markdown table with the header row
+// "| experiment | switch/setting | metric | published | simulated | error | tolerance |
+// within tolerance |".
+inline std::string format_table(const std::vector<Row>& rows, bool markdown) {
+  const std::vector<std::string> header = {"experiment", "switch/setting",  "metric",
+                                           "published",  "simulated",       "error",
+                                           "tolerance",  "within tolerance"};
+  std::vector<std::vector<std::string>> cells{header};
+  for (const Row& r : rows)
+    cells.push_back({r.experiment, r.setting, r.metric, r.published, r.simulated, r.error,
+                     r.tolerance, r.pass ? "yes" : "no"});
+  // Numbers right-aligned in the text form.
+  const std::vector<bool> right = {false, false, false, true, true, true, false, false};
+  std::string out;
+  if (markdown) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      out += "|";
+      for (const auto& c : cells[i]) out += " " + (i == 0 ? c : markdown_cell(c)) + " |";
+      out += "\n";
+      if (i == 0) {
+        out += "|";
+        for (std::size_t k = 0; k < header.size(); ++k) out += right[k] ? "---:|" : "---|";
+        out += "\n";
+      }
+    }
+    return out;
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& row : cells)
+    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      const std::string pad(width[k] - row[k].size(), ' ');
+      line += right[k] ? pad + row[k] : row[k] + (k + 1 < row.size() ? pad : "");
+      if (k + 1 < row.size()) line += "  ";
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace kvmsim::validate

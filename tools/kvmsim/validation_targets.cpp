@@ -1,0 +1,243 @@
+// The published targets `kvmsim validate` checks: one Experiment per target of
+// ../shared/docs/validation-targets.md (the numbers below are copied from
+// there; each says where it comes from). An experiment whose scenario file
+// does not exist is skipped, so a target can be listed before its scenario
+// lands. To add one: a scenario file, its paired runs (switch_runs), the
+// --set that shortens it for --quick, and its checks.
+//
+// Full runs use the scenario as it is, with its default seed: that is the
+// published setup. --quick shortens each run; the tolerances stay the same
+// except where a check says otherwise (quick_tolerance) and why.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/histogram.h"
+#include "tools/kvmsim/validation.h"
+
+namespace kvmsim::validate {
+
+namespace {
+
+// ------------------------------------------------------------ check builders
+
+// A metric of summary.json of one run.
+Check metric_check(std::size_t run, const std::string& key, double published, Tolerance tol,
+                   int decimals) {
+  Check c;
+  c.metric = key;
+  c.decimals = decimals;
+  c.runs = {run};
+  c.published = published;
+  c.tolerance = tol;
+  c.simulate = [key](const RunRefs& r) { return r[0]->metric(key); };
+  return c;
+}
+
+// 100 * (1 - after / before) of a metric, in %, checked in percentage points.
+Check reduction_check(const std::string& label, std::size_t before, std::size_t after,
+                      const std::string& key, double published_pct, double tolerance_pp) {
+  Check c;
+  c.metric = label;
+  c.unit = "%";
+  c.decimals = 1;
+  c.runs = {before, after};
+  c.published = published_pct;
+  c.tolerance = Tolerance::absolute(tolerance_pp);
+  c.simulate = [key](const RunRefs& r) {
+    return 100.0 * (1.0 - r[1]->metric(key) / r[0]->metric(key));
+  };
+  return c;
+}
+
+// 100 * (with / without - 1) of a metric, in %, checked relative to itself.
+Check boost_check(const std::string& label, std::size_t without, std::size_t with,
+                  const std::string& key, double published_pct, double relative) {
+  Check c;
+  c.metric = label;
+  c.unit = "%";
+  c.decimals = 1;
+  c.runs = {without, with};
+  c.published = published_pct;
+  c.tolerance = Tolerance::relative(relative);
+  c.simulate = [key](const RunRefs& r) {
+    return 100.0 * (r[1]->metric(key) / r[0]->metric(key) - 1.0);
+  };
+  return c;
+}
+
+// A statistic of one run's cyclictest histogram (NaN without one).
+Check histogram_check(std::size_t run, const std::string& label, const std::string& unit,
+                      double published, Tolerance tol, int decimals,
+                      std::function<double(const LatencyHistogram&)> stat) {
+  Check c;
+  c.metric = label;
+  c.unit = unit;
+  c.decimals = decimals;
+  c.runs = {run};
+  c.published = published;
+  c.tolerance = tol;
+  c.simulate = [stat = std::move(stat)](const RunRefs& r) {
+    return r[0]->ok && r[0]->histogram ? stat(*r[0]->histogram) : kNaN;
+  };
+  return c;
+}
+
+// --------------------------------------------------------------------- T1
+
+// One side of T1's published cyclictest histogram.
+struct PublishedHistogram {
+  std::vector<std::uint64_t> bins;  // counts of buckets 0..12 (us)
+  std::uint64_t above12 = 0;        // "> 12 (not printed, derived)"
+  std::uint64_t loops = 0;
+  std::int64_t min_us = 0;  // cyclictest "Min Latencies"
+};
+
+// The T1 checks of one side: mode exact, min exact, mean over bins 3-12
+// within 0.3 us, W1 over bins 3-12 (normalised) at most 0.3 us, the
+// fraction > 12 us within a factor 3 (shown per `loops` samples).
+void add_t1_checks(Experiment& e, std::size_t run, const PublishedHistogram& pub,
+                   std::optional<Tolerance> quick_min) {
+  const auto bins = pub.bins;
+  e.checks.push_back(histogram_check(
+      run, "mode", "us", static_cast<double>(mode_bucket(bins)), Tolerance::exact(), 0,
+      [](const LatencyHistogram& h) { return static_cast<double>(mode_bucket(h.counts())); }));
+  Check min =
+      histogram_check(run, "min", "us", static_cast<double>(pub.min_us), Tolerance::exact(), 0,
+                      [](const LatencyHistogram& h) { return static_cast<double>(h.min_us()); });
+  min.quick_tolerance = quick_min;
+  e.checks.push_back(min);
+  e.checks.push_back(histogram_check(
+      run, "mean over bins 3-12", "us", mean_over_buckets(bins, 3, 12), Tolerance::absolute(0.3), 2,
+      [](const LatencyHistogram& h) { return mean_over_buckets(h.counts(), 3, 12); }));
+  e.checks.push_back(histogram_check(
+      run, "W1 vs published, bins 3-12", "us", kNaN, Tolerance::at_most(0.3), 3,
+      [bins](const LatencyHistogram& h) { return wasserstein1_buckets(h.counts(), bins, 3, 12); }));
+  const auto loops = static_cast<double>(pub.loops);
+  e.checks.push_back(histogram_check(
+      run, "samples > 12 us per " + std::to_string(pub.loops), "", static_cast<double>(pub.above12),
+      Tolerance::factor(3), 0, [loops](const LatencyHistogram& h) {
+        std::uint64_t upto12 = 0;
+        for (std::size_t b = 0; b <= 12 && b < h.buckets(); ++b) upto12 += h.count(b);
+        const auto n = static_cast<double>(h.samples());
+        return n > 0 ? static_cast<double>(h.samples() - upto12) / n * loops : kNaN;
+      }));
+}
+
+Experiment t1() {
+  Experiment e;
+  e.id = "T1";
+  e.title = "VMX preemption timer vs hrtimer-emulated TSC deadline (cyclictest, Xeon E5-2699 v3)";
+  e.scenario = "cyclictest_pinned.yaml";
+  e.runs = switch_runs("kvm.enable_hv_timer", {"true", "false"});
+  e.quick_sets = {"cyclictest.loops=60000"};  // full: the scenario's 600000
+  // validation-targets.md T1: cyclictest -h bins 3..12 of 600000 loops, the
+  // "> 12" row (600000 minus the printed bins) and "Min Latencies".
+  const PublishedHistogram on{
+      {0, 0, 0, 0, 2174, 42961, 479383, 71123, 3720, 467, 78, 11, 9}, 74, 600000, 4};
+  const PublishedHistogram off{
+      {0, 0, 0, 0, 0, 42, 772, 8262, 200759, 381126, 8056, 234, 367}, 382, 600000, 5};
+  add_t1_checks(e, 0, on, std::nullopt);
+  // The hrtimer path's published minimum, 5 us, is 42 samples in 600000: a
+  // run of a tenth of the loops may stop one bucket higher without the
+  // distribution being any different (tests/cli/t1_regression_test.cpp
+  // allows the same).
+  add_t1_checks(e, 1, off, Tolerance::offset(0, 1));
+  return e;
+}
+
+// --------------------------------------------------------------------- T2
+
+Experiment t2() {
+  Experiment e;
+  e.id = "T2";
+  e.title = "timer advance applied to the VMX preemption timer (tscdeadline_latency, Haswell)";
+  e.scenario = "tscdeadline_latency.yaml";
+  e.runs = switch_runs("kvm.hv_timer_advance", {"false", "true"});
+  e.quick_sets = {"tscdeadline_latency.size=2000"};  // full: the scenario's 10000 samples
+  const std::string key = "tscdeadline_latency.avg_cycles";
+  // validation-targets.md T2: "~4450 cycles without the advance on the
+  // hv-timer path, ~1660 cycles with it (-63%)"; each within 15%, the
+  // reduction within 10 percentage points.
+  e.checks.push_back(metric_check(0, key, 4450, Tolerance::relative(0.15), 0));
+  e.checks.push_back(metric_check(1, key, 1660, Tolerance::relative(0.15), 0));
+  e.checks.push_back(reduction_check("reduction of avg_cycles", 0, 1, key, 63, 10));
+  return e;
+}
+
+// --------------------------------------------------------------------- T3
+
+Experiment t3() {
+  Experiment e;
+  e.id = "T3";
+  e.title = "exit fastpath for TSC-deadline WRMSR and preemption timer (vmexit.flat, Skylake-SP)";
+  e.scenario = "vmexit_tscdeadline.yaml";
+  e.runs = switch_runs("kvm.exit_fastpath", {"false", "true"});
+  e.quick_sets = {"vmexit.goal_cycles=67108864"};  // 2^26; full: the scenario's GOAL 2^30
+  // validation-targets.md T3 table (cycles per iteration, no fastpath /
+  // fastpath, -17.6% and -8.3%); each within 10%, each improvement within 5
+  // percentage points.
+  const std::string immed = "vmexit.tscdeadline_immed.cycles";
+  const std::string deadline = "vmexit.tscdeadline.cycles";
+  e.checks.push_back(metric_check(0, immed, 3028.5, Tolerance::relative(0.10), 2));
+  e.checks.push_back(metric_check(1, immed, 2494.75, Tolerance::relative(0.10), 2));
+  e.checks.push_back(metric_check(0, deadline, 5765.7, Tolerance::relative(0.10), 2));
+  e.checks.push_back(metric_check(1, deadline, 5285, Tolerance::relative(0.10), 2));
+  e.checks.push_back(reduction_check("improvement of tscdeadline_immed", 0, 1, immed, 17.6, 5));
+  e.checks.push_back(reduction_check("improvement of tscdeadline", 0, 1, deadline, 8.3, 5));
+  return e;
+}
+
+// --------------------------------------------------------------------- T4
+
+// Listed ahead of its scenario (skipped until scenarios/ebizzy_overcommit.yaml
+// exists). The ebizzy workload is not built yet: "ebizzy.records_per_s" is a
+// placeholder for its metric, and the --quick shortening is still to be
+// chosen; both are to be settled when the workload lands.
+Experiment t4() {
+  Experiment e;
+  e.id = "T4";
+  e.title = "paravirtual remote TLB flush under over-commit (ebizzy -M, Haswell i7, 8 pCPUs)";
+  e.scenario = "ebizzy_overcommit.yaml";
+  const std::string key = "ebizzy.records_per_s";
+  // validation-targets.md T4: records/s, native flush / PV flush, boost;
+  // each value within 25%, boost within 25% relative. The boost at 8 vCPUs
+  // (-0.68%) is not checked relative to itself (25% of 0.68 pp is noise);
+  // its two values are. The collapse from 8 to 16 vCPUs and the recovery
+  // with PV flush follow from the values' 25% bands.
+  struct Point {
+    int vcpus;
+    double native, pv, boost_pct;
+  };
+  const Point points[] = {{8, 10152, 10083, -0.68},
+                          {16, 1224, 4866, 297.5},
+                          {24, 1109, 3871, 249},
+                          {32, 1025, 3375, 229.3}};
+  for (const Point& p : points) {
+    const std::string v = "vm.vcpus=" + std::to_string(p.vcpus);
+    const std::size_t native = e.runs.size();
+    e.runs.push_back({v + " guest.pv_tlb_flush=false", {v, "guest.pv_tlb_flush=false"}});
+    e.runs.push_back({v + " guest.pv_tlb_flush=true", {v, "guest.pv_tlb_flush=true"}});
+    e.checks.push_back(metric_check(native, key, p.native, Tolerance::relative(0.25), 0));
+    e.checks.push_back(metric_check(native + 1, key, p.pv, Tolerance::relative(0.25), 0));
+    if (p.vcpus != 8)
+      e.checks.push_back(boost_check("PV flush boost", native, native + 1, key, p.boost_pct, 0.25));
+  }
+  return e;
+}
+
+// T5 (halt_poll_ns_timer) has no numeric tolerance in validation-targets.md
+// (a sweep whose wake-up latency must drop by about a schedule-out/wake-up):
+// it is not an accuracy row.
+
+}  // namespace
+
+const std::vector<Experiment>& validation_targets() {
+  static const std::vector<Experiment> targets = {t1(), t2(), t3(), t4()};
+  return targets;
+}
+
+}  // namespace kvmsim::validate
