@@ -410,33 +410,18 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   mt["host.irqs"] = static_cast<double>(irqs);
   mt["host.noise_irqs"] = static_cast<double>(noise);
   mt["host.softirq_runs"] = static_cast<double>(softirqs);
-  std::uint64_t fallbacks = 0;
-  for (const auto& v : m->vcpus) fallbacks += v->stats().hv_timer_fallbacks;
-  mt["vmx.hv_timer_fallbacks"] = static_cast<double>(fallbacks);
-  std::uint64_t reenter = 0, handled = 0;
+  VcpuStats vs;
   WaitLapicExpireStats w;
   for (const auto& v : m->vcpus) {
-    reenter += v->stats().fastpath_reenter;
-    handled += v->stats().fastpath_exit_handled;
-    const auto& ws = v->lapic().wait_stats();
-    w.calls += ws.calls;
-    w.early += ws.early;
-    w.late += ws.late;
-    w.delta_sum += ws.delta_sum;
-    w.spin_cycles += ws.spin_cycles;
+    vs += v->stats();
+    w += v->lapic().wait_stats();
   }
-  mt["vmx.fastpath.reenter_guest"] = static_cast<double>(reenter);
-  std::uint64_t halts = 0, blocks = 0;
-  Tsc blocked = 0;
-  for (const auto& v : m->vcpus) {
-    halts += v->stats().halts;
-    blocks += v->stats().blocks;
-    blocked += v->stats().blocked_cycles;
-  }
-  mt["vcpu.halts"] = static_cast<double>(halts);
-  mt["vcpu.blocks"] = static_cast<double>(blocks);
-  mt["vcpu.blocked_s"] = clk.to_s(static_cast<double>(blocked));
-  mt["vmx.fastpath.exit_handled"] = static_cast<double>(handled);
+  mt["vmx.hv_timer_fallbacks"] = static_cast<double>(vs.hv_timer_fallbacks);
+  mt["vmx.fastpath.reenter_guest"] = static_cast<double>(vs.fastpath_reenter);
+  mt["vmx.fastpath.exit_handled"] = static_cast<double>(vs.fastpath_exit_handled);
+  mt["vcpu.halts"] = static_cast<double>(vs.halts);
+  mt["vcpu.blocks"] = static_cast<double>(vs.blocks);
+  mt["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   mt["lapic.wait_lapic_expire.calls"] = static_cast<double>(w.calls);
   mt["lapic.wait_lapic_expire.early"] = static_cast<double>(w.early);
   mt["lapic.wait_lapic_expire.late"] = static_cast<double>(w.late);

@@ -64,6 +64,14 @@ struct WaitLapicExpireStats {
   std::uint64_t calls = 0, early = 0, late = 0;
   double delta_sum = 0;  // guest cycles
   Tsc spin_cycles = 0;   // host cycles spent busy-waiting
+  WaitLapicExpireStats& operator+=(const WaitLapicExpireStats& o) {
+    calls += o.calls;
+    early += o.early;
+    late += o.late;
+    delta_sum += o.delta_sum;
+    spin_cycles += o.spin_cycles;
+    return *this;
+  }
 };
 
 struct LapicConfig {

@@ -97,6 +97,17 @@ struct VcpuStats {
   std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
   std::uint64_t halts = 0, blocks = 0;  // HLT exits; of those, how many slept
   Tsc blocked_cycles = 0;
+  VcpuStats& operator+=(const VcpuStats& o) {
+    exits += o.exits;
+    entries += o.entries;
+    hv_timer_fallbacks += o.hv_timer_fallbacks;
+    fastpath_reenter += o.fastpath_reenter;
+    fastpath_exit_handled += o.fastpath_exit_handled;
+    halts += o.halts;
+    blocks += o.blocks;
+    blocked_cycles += o.blocked_cycles;
+    return *this;
+  }
 };
 
 class Vcpu : public HostThread {
