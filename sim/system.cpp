@@ -29,7 +29,8 @@ namespace {
 // The residual host tick on an isolated pCPU (tick_sched_timer).
 class HostTick : public HostHrtimer {
  public:
-  HostTick(Tsc period, Sampler cost) : HostHrtimer("tick_sched_timer"), period_(period), cost_(std::move(cost)) {}
+  HostTick(Tsc period, Sampler cost)
+      : HostHrtimer("tick_sched_timer"), period_(period), cost_(std::move(cost)) {}
   Tsc fn(Pcpu& cpu, Tsc /*now*/) override {
     cpu.hrtimers().start(this, expires() + period_);  // hrtimer_forward()
     return cost_(cpu.rng());
@@ -105,10 +106,11 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const auto& isol = p.ints("host.isolcpus");
   if (pin.empty()) pin = isol;
   if (static_cast<int>(pin.size()) < vms * vcpus_per_vm)
-    config_error(fmt::format("{}: key 'vm.pinning': {} vCPUs need a pCPU each, only {} given "
-                             "(vm.pinning or host.isolcpus); shared pCPUs need the host scheduler, "
-                             "not modelled yet",
-                             p.origin("vm.pinning"), vms * vcpus_per_vm, pin.size()));
+    config_error(
+        fmt::format("{}: key 'vm.pinning': {} vCPUs need a pCPU each, only {} given "
+                    "(vm.pinning or host.isolcpus); shared pCPUs need the host scheduler, "
+                    "not modelled yet",
+                    p.origin("vm.pinning"), vms * vcpus_per_vm, pin.size()));
   for (int i = 0; i < vms * vcpus_per_vm; ++i) {
     const auto c = pin[static_cast<std::size_t>(i)];
     if (c >= m->topo->cpus())
@@ -116,9 +118,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
                                p.origin("vm.pinning"), c, m->topo->cpus()));
     for (int j = 0; j < i; ++j)
       if (pin[static_cast<std::size_t>(j)] == c)
-        config_error(fmt::format("{}: key 'vm.pinning': pCPU {} given to two vCPUs; shared pCPUs "
-                                 "need the host scheduler, not modelled yet",
-                                 p.origin("vm.pinning"), c));
+        config_error(
+            fmt::format("{}: key 'vm.pinning': pCPU {} given to two vCPUs; shared pCPUs "
+                        "need the host scheduler, not modelled yet",
+                        p.origin("vm.pinning"), c));
   }
 
   PcpuCosts pc;
@@ -180,7 +183,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
                        : WaitLapicExpireSite::VmxVcpuRun;
 
   TscScaling tsc;
-  const auto guest_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
+  const auto guest_khz =
+      p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
   tsc.ratio = guest_khz == clk.tsc_khz ? TscScaling::kDefaultRatio
                                        : TscScaling::ratio_for(guest_khz, clk.tsc_khz);
   tsc.offset = p.i("vm.tsc_offset");
@@ -193,9 +197,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const std::string workload = p.s("workload.type");
   const bool kut = workload == "tscdeadline_latency" || workload == "vmexit";
   if (kut && (vms != 1 || vcpus_per_vm != 1))
-    config_error(fmt::format("{}: key 'workload.type': kvm-unit-tests '{}' runs on one VM with "
-                             "one vCPU (-smp 1); set vm.count: 1 and vm.vcpus: 1",
-                             p.origin("workload.type"), workload));
+    config_error(
+        fmt::format("{}: key 'workload.type': kvm-unit-tests '{}' runs on one VM with "
+                    "one vCPU (-smp 1); set vm.count: 1 and vm.vcpus: 1",
+                    p.origin("workload.type"), workload));
   const auto ct_vcpu = p.i("cyclictest.vcpu");
   if (!kut && ct_vcpu >= vcpus_per_vm)
     config_error(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
@@ -224,9 +229,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
       if (!VmexitTimerTests::known_test(name))
-        config_error(fmt::format("{}: key 'vmexit.tests': unknown test '{}' (modelled: "
-                                 "tscdeadline, tscdeadline_immed)",
-                                 p.origin("vmexit.tests"), name));
+        config_error(
+            fmt::format("{}: key 'vmexit.tests': unknown test '{}' (modelled: "
+                        "tscdeadline, tscdeadline_immed)",
+                        p.origin("vmexit.tests"), name));
       vmexit_tests.push_back(name);
       pos = comma + 1;
     }
@@ -280,7 +286,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         // The tick's phase against the workload's timers is arbitrary on a
         // real host; a fixed phase would hit the same wake-up every time.
         Rng phase = ctx.stream(fmt::format("pcpu{}.tick", cpu));
-        pcpu->hrtimers().start(tick.get(), static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
+        pcpu->hrtimers().start(tick.get(),
+                               static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
         m->ticks.push_back(std::move(tick));
       }
       m->pcpus.push_back(std::move(pcpu));

@@ -30,8 +30,8 @@ struct RunResult {
   std::map<std::string, double> metrics;  // "dotted.key" -> value (sorted)
   std::optional<LatencyHistogram> histogram;
   std::vector<std::int64_t> tscdeadline_latencies;  // cycles, tscdeadline_latency workload
-  std::vector<ExitRow> exits;             // by count, descending
-  std::vector<StageRow> breakdown;        // where the latency went
+  std::vector<ExitRow> exits;                       // by count, descending
+  std::vector<StageRow> breakdown;                  // where the latency went
   double simulated_s = 0;
 };
 
@@ -39,7 +39,7 @@ class ModelObserver;
 
 struct RunOptions {
   std::string trace_path;  // --trace FILE: trace-cmd report text of the host's kvm events
-  bool progress = false;  // a progress line on stderr
+  bool progress = false;   // a progress line on stderr
   // Teaching views (sim/views), each attached only when its path is given.
   std::string perfetto_path;      // --perfetto FILE: Chrome trace-event JSON
   double perfetto_limit_ms = 50;  // nothing after this much simulated time

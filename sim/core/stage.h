@@ -9,22 +9,22 @@ namespace kvmsim {
 
 enum class Stage : std::uint8_t {
   // host, vCPU thread (arch/x86/kvm/x86.c, vmx/vmx.c)
-  VmExit,          // hardware exit + vmx_vcpu_run() exit half
-  HandleExit,      // vmx_handle_exit() dispatch + exit handler
-  VcpuEnterGuest,  // vcpu_enter_guest(): requests, injection, IRQs off
-  VmxVcpuRun,      // vmx_vcpu_run() software entry half (vmx_update_hv_timer ..)
-  VmEntry,         // VMRESUME + hardware entry
-  ExitFastpath,    // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
-  WaitLapicExpire, // kvm_wait_lapic_expire() busy-wait
-  VcpuBlock,       // vcpu_block(): switch to the sw timer, kvm_vcpu_halt(), schedule() out
-  VcpuWakeup,      // idle exit, schedule() back in, switch to the hv timer
+  VmExit,           // hardware exit + vmx_vcpu_run() exit half
+  HandleExit,       // vmx_handle_exit() dispatch + exit handler
+  VcpuEnterGuest,   // vcpu_enter_guest(): requests, injection, IRQs off
+  VmxVcpuRun,       // vmx_vcpu_run() software entry half (vmx_update_hv_timer ..)
+  VmEntry,          // VMRESUME + hardware entry
+  ExitFastpath,     // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
+  WaitLapicExpire,  // kvm_wait_lapic_expire() busy-wait
+  VcpuBlock,        // vcpu_block(): switch to the sw timer, kvm_vcpu_halt(), schedule() out
+  VcpuWakeup,       // idle exit, schedule() back in, switch to the hv timer
   // host, interrupts
-  HostIrq,         // host hard IRQ (entry, handlers, irq_exit, softirqs)
+  HostIrq,  // host hard IRQ (entry, handlers, irq_exit, softirqs)
   // host, other
-  HostIdle,        // pCPU idle loop (a blocked vCPU thread sleeps here)
+  HostIdle,  // pCPU idle loop (a blocked vCPU thread sleeps here)
   // guest
-  Guest,           // guest code not otherwise classified
-  GuestIdle,       // guest idle loop (idle=poll)
+  Guest,      // guest code not otherwise classified
+  GuestIdle,  // guest idle loop (idle=poll)
   GuestIrqEntry,
   GuestHrtimerInterrupt,
   GuestIrqExit,
@@ -36,26 +36,46 @@ enum class Stage : std::uint8_t {
 
 inline std::string_view stage_name(Stage s) {
   switch (s) {
-    case Stage::VmExit: return "vmexit";
-    case Stage::HandleExit: return "handle_exit";
-    case Stage::VcpuEnterGuest: return "vcpu_enter_guest";
-    case Stage::VmxVcpuRun: return "vmx_vcpu_run";
-    case Stage::VmEntry: return "vmentry";
-    case Stage::ExitFastpath: return "exit_fastpath";
-    case Stage::WaitLapicExpire: return "wait_lapic_expire";
-    case Stage::VcpuBlock: return "vcpu_block";
-    case Stage::VcpuWakeup: return "vcpu_wakeup";
-    case Stage::HostIrq: return "host_irq";
-    case Stage::HostIdle: return "host_idle";
-    case Stage::Guest: return "guest";
-    case Stage::GuestIdle: return "guest_idle";
-    case Stage::GuestIrqEntry: return "guest_irq_entry";
-    case Stage::GuestHrtimerInterrupt: return "guest_hrtimer_interrupt";
-    case Stage::GuestIrqExit: return "guest_irq_exit";
-    case Stage::GuestContextSwitch: return "guest_context_switch";
-    case Stage::GuestSyscall: return "guest_syscall";
-    case Stage::GuestUser: return "guest_user";
-    case Stage::Count: break;
+    case Stage::VmExit:
+      return "vmexit";
+    case Stage::HandleExit:
+      return "handle_exit";
+    case Stage::VcpuEnterGuest:
+      return "vcpu_enter_guest";
+    case Stage::VmxVcpuRun:
+      return "vmx_vcpu_run";
+    case Stage::VmEntry:
+      return "vmentry";
+    case Stage::ExitFastpath:
+      return "exit_fastpath";
+    case Stage::WaitLapicExpire:
+      return "wait_lapic_expire";
+    case Stage::VcpuBlock:
+      return "vcpu_block";
+    case Stage::VcpuWakeup:
+      return "vcpu_wakeup";
+    case Stage::HostIrq:
+      return "host_irq";
+    case Stage::HostIdle:
+      return "host_idle";
+    case Stage::Guest:
+      return "guest";
+    case Stage::GuestIdle:
+      return "guest_idle";
+    case Stage::GuestIrqEntry:
+      return "guest_irq_entry";
+    case Stage::GuestHrtimerInterrupt:
+      return "guest_hrtimer_interrupt";
+    case Stage::GuestIrqExit:
+      return "guest_irq_exit";
+    case Stage::GuestContextSwitch:
+      return "guest_context_switch";
+    case Stage::GuestSyscall:
+      return "guest_syscall";
+    case Stage::GuestUser:
+      return "guest_user";
+    case Stage::Count:
+      break;
   }
   return "?";
 }

@@ -4,8 +4,7 @@
 
 namespace kvmsim {
 
-GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz,
-                         GuestConfig cfg)
+GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz, GuestConfig cfg)
     : vcpu_(vcpu),
       costs_(std::move(costs)),
       cfg_(cfg),
@@ -65,8 +64,8 @@ GuestStep GuestKernel::idle_step(Tsc now) {
 }
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
-  return static_cast<std::uint64_t>(
-      (static_cast<u128>(guest_tsc(host_now)) * 1000000u) / guest_tsc_khz_);
+  return static_cast<std::uint64_t>((static_cast<u128>(guest_tsc(host_now)) * 1000000u) /
+                                    guest_tsc_khz_);
 }
 
 std::uint64_t GuestKernel::ns_to_guest_tsc_ceil(std::uint64_t ns) const {

@@ -72,7 +72,7 @@ class GuestKernel : public GuestVcpu {
   void deliver_interrupt(std::uint8_t vector, Tsc now) override;
 
   // Services for tasks.
-  void add_task(GuestTask* t);       // becomes runnable
+  void add_task(GuestTask* t);  // becomes runnable
   // hrtimer_start(); queues a clockevent reprogram when it is the earliest.
   void hrtimer_start(GuestHrtimer* t, std::uint64_t expires_guest_tsc);
   // The current task sleeps: schedule() to the next runnable (or idle).
@@ -83,7 +83,7 @@ class GuestKernel : public GuestVcpu {
   void push_kernel_step(const GuestStep& s) { kq_.push_back(s); }
 
   [[nodiscard]] std::uint64_t guest_tsc(Tsc host_now) const { return vcpu_.guest_tsc(host_now); }
-  [[nodiscard]] std::uint64_t guest_ns(Tsc host_now) const;   // guest clock, ns
+  [[nodiscard]] std::uint64_t guest_ns(Tsc host_now) const;  // guest clock, ns
   [[nodiscard]] std::uint64_t ns_to_guest_tsc_ceil(std::uint64_t ns) const;
   [[nodiscard]] Tsc guest_cycles_to_host(std::uint64_t guest_cycles) const;
   Vcpu& vcpu() { return vcpu_; }
@@ -109,22 +109,22 @@ class GuestKernel : public GuestVcpu {
   GuestCosts costs_;
   GuestConfig cfg_;
   TickTimer tick_;
-  std::uint64_t tick_phase_ = 0;      // guest TSC of a tick boundary (boot-time phase)
+  std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool tick_running_ = false;
   bool tick_started_ = false;
-  bool in_hrtirq_ = false;            // hrtimer_interrupt(): no reprogramming from callbacks
+  bool in_hrtirq_ = false;  // hrtimer_interrupt(): no reprogramming from callbacks
   std::uint64_t guest_tsc_khz_;
   Rng rng_;
 
-  GuestTask* current_ = nullptr;      // nullptr = idle task
+  GuestTask* current_ = nullptr;  // nullptr = idle task
   std::deque<GuestTask*> runqueue_;
   bool need_resched_ = false;
-  std::deque<GuestStep> kq_;          // kernel work before the task continues
+  std::deque<GuestStep> kq_;  // kernel work before the task continues
   bool current_blocked_ = false;
-  GuestStep last_;                    // the step in flight
-  GuestStep resume_;                  // the task-level step a VM exit cut short
+  GuestStep last_;    // the step in flight
+  GuestStep resume_;  // the task-level step a VM exit cut short
   bool has_resume_ = false;
-  GuestStep irq_resume_;              // the same inside an interrupt handler
+  GuestStep irq_resume_;  // the same inside an interrupt handler
   bool has_irq_resume_ = false;
 
   bool in_irq_ = false;
@@ -132,7 +132,7 @@ class GuestKernel : public GuestVcpu {
   std::deque<GuestStep> irq_q_;
 
   std::vector<GuestHrtimer*> timers_;
-  std::uint64_t programmed_ = 0;      // TSC deadline written to the LAPIC (0 = none)
+  std::uint64_t programmed_ = 0;  // TSC deadline written to the LAPIC (0 = none)
 };
 
 }  // namespace kvmsim

@@ -21,7 +21,8 @@ GuestStep KutGuest::step(Tsc now) {
   }
   if (has_main_resume_) {
     has_main_resume_ = false;
-    if (!(main_resume_.kind == GuestStep::Kind::Idle && spinning_done_)) return last_ = main_resume_;
+    if (!(main_resume_.kind == GuestStep::Kind::Idle && spinning_done_))
+      return last_ = main_resume_;
   }
   spinning_done_ = false;
   if (finished_) return last_ = GuestStep::idle(Stage::GuestIdle);
@@ -82,10 +83,10 @@ GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {
       rearm_ = true;
       if (!first_) {
         table_.push_back(latency);
-        vcpu_.ctx().obs.latency_sample(vcpu_.id(), vcpu_.pcpu().id(),
-                                       vcpu_.tsc().host_tsc_at(exptime_), now,
-                                       static_cast<std::int64_t>(vcpu_.ctx().clock.cycles_to_ns(
-                                           static_cast<Tsc>(latency < 0 ? 0 : latency))));
+        vcpu_.ctx().obs.latency_sample(
+            vcpu_.id(), vcpu_.pcpu().id(), vcpu_.tsc().host_tsc_at(exptime_), now,
+            static_cast<std::int64_t>(
+                vcpu_.ctx().clock.cycles_to_ns(static_cast<Tsc>(latency < 0 ? 0 : latency))));
         if (cfg_.breakmax && static_cast<std::uint64_t>(latency) > cfg_.breakmax) {
           hitmax_ = true;
           rearm_ = false;

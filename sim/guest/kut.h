@@ -97,7 +97,7 @@ class TscdeadlineLatencyTest : public KutGuest {
  private:
   TscdeadlineLatencyConfig cfg_;
   bool started_ = false;
-  bool first_ = true;       // the first interrupt is not recorded
+  bool first_ = true;  // the first interrupt is not recorded
   bool hitmax_ = false;
   bool rearm_ = false;
   std::uint64_t exptime_ = 0;

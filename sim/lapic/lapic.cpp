@@ -15,8 +15,8 @@ KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
 
 std::uint64_t KvmLapic::timer_advance_cycles() const {
   const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
-  return static_cast<std::uint64_t>(
-      static_cast<u128>(timer_advance_ns_) * virtual_tsc_khz / 1000000u);
+  return static_cast<std::uint64_t>(static_cast<u128>(timer_advance_ns_) * virtual_tsc_khz /
+                                    1000000u);
 }
 
 // kvm_wait_lapic_expire() -> __kvm_wait_lapic_expire(). Acts only when the
@@ -43,10 +43,9 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
     // __wait_lapic_expire(): __delay(min(guest cycles, advance)) at the
     // default ratio; ndelay() of the same span in ns when TSC is scaled.
     const std::uint64_t guest_cycles = std::min(deadline - guest_tsc, cap);
-    spin = vcpu_.tsc().scaled()
-               ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
-                     static_cast<u128>(guest_cycles) * 1000000u / virtual_tsc_khz))
-               : guest_cycles;
+    spin = vcpu_.tsc().scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
+                                      static_cast<u128>(guest_cycles) * 1000000u / virtual_tsc_khz))
+                                : guest_cycles;
   }
   wait_stats_.spin_cycles += spin;
   return spin + costs_.wait_lapic_expire(vcpu_.rng());
@@ -120,8 +119,8 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
   // virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
   const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(host.tsc_khz);
   const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
-  const std::uint64_t ns = static_cast<std::uint64_t>(
-      (static_cast<u128>(delta) * 1000000u) / virtual_tsc_khz);
+  const std::uint64_t ns =
+      static_cast<std::uint64_t>((static_cast<u128>(delta) * 1000000u) / virtual_tsc_khz);
   const auto advance = static_cast<std::uint64_t>(timer_advance_ns_);
   Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
   if (tscdeadline_ > guest_tsc && ns > advance) {

@@ -51,10 +51,10 @@ inline std::int64_t adjust_lapic_timer_advance(std::int64_t advance_ns, std::int
   const std::int64_t mag = delta < 0 ? -delta : delta;
   if (mag > LAPIC_TIMER_ADVANCE_ADJUST_MAX || mag < LAPIC_TIMER_ADVANCE_ADJUST_MIN)
     return advance_ns;
-  const auto ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(mag) * 1000000u /
-                                            virtual_tsc_khz);
-  advance_ns += delta < 0 ? -(ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP)
-                          : ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP;
+  const auto ns =
+      static_cast<std::int64_t>(static_cast<std::uint64_t>(mag) * 1000000u / virtual_tsc_khz);
+  advance_ns +=
+      delta < 0 ? -(ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP) : ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP;
   if (advance_ns > LAPIC_TIMER_ADVANCE_NS_MAX || advance_ns < 0)
     advance_ns = LAPIC_TIMER_ADVANCE_NS_INIT;
   return advance_ns;
@@ -140,9 +140,9 @@ class KvmLapic : public HostHrtimer {
   std::int64_t timer_advance_ns_ = 0;      // lapic_timer.timer_advance_ns
   bool advance_adaptive_ = false;          // lapic_timer_advance_dynamic
   WaitLapicExpireStats wait_stats_;
-  int pending_ = 0;                        // lapic_timer.pending
+  int pending_ = 0;  // lapic_timer.pending
   bool hv_timer_in_use_ = false;
-  bool irr_timer_ = false;                 // LVTT vector pending in the (v)IRR
+  bool irr_timer_ = false;  // LVTT vector pending in the (v)IRR
 };
 
 }  // namespace kvmsim

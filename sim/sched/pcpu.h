@@ -85,7 +85,9 @@ class Pcpu : public sc_core::sc_module {
   [[nodiscard]] HostThread* current() const { return thread_; }
 
   // Segments, called by the current thread from run().
-  void run_for(Stage stage, SegKind kind, Tsc cycles) { run_until(stage, kind, now_tsc() + cycles); }
+  void run_for(Stage stage, SegKind kind, Tsc cycles) {
+    run_until(stage, kind, now_tsc() + cycles);
+  }
   void run_until(Stage stage, SegKind kind, Tsc end);
   [[nodiscard]] Tsc segment_end() const { return seg_end_; }
   [[nodiscard]] SegKind segment_kind() const { return seg_kind_; }
@@ -121,7 +123,7 @@ class Pcpu : public sc_core::sc_module {
   SimContext& ctx_;
   PcpuCosts costs_;
   Rng rng_;
-  Rng noise_rng_;    // arrival times only: identical across paired runs
+  Rng noise_rng_;  // arrival times only: identical across paired runs
   Rng softirq_rng_;
   HostThread* thread_ = nullptr;
   HostHrtimerBase hrtimers_;

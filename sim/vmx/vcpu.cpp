@@ -21,8 +21,10 @@ void Vcpu::start() {
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
 bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired) {
   // Kernels before 2019 did not subtract the advance on this path.
-  const std::uint64_t advance = lapic_.config().hv_timer_advance ? lapic_.timer_advance_cycles() : 0;
-  const auto r = vmx_set_hv_timer(tsc_, vmx_.preemption_timer_rate, now, guest_deadline_tsc, advance);
+  const std::uint64_t advance =
+      lapic_.config().hv_timer_advance ? lapic_.timer_advance_cycles() : 0;
+  const auto r =
+      vmx_set_hv_timer(tsc_, vmx_.preemption_timer_rate, now, guest_deadline_tsc, advance);
   if (!r.ok) {
     ++stats_.hv_timer_fallbacks;
     return false;
@@ -46,23 +48,41 @@ bool Vcpu::vcpu_runnable() const { return lapic_.pending() || lapic_.timer_irr()
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
-    case State::EnterGuest: after_vcpu_enter_guest(now); break;
-    case State::WaitEarly: begin_vmx_vcpu_run(now); break;
-    case State::VmxVcpuRun: after_vmx_vcpu_run(now); break;
-    case State::WaitLate: begin_vmentry(now); break;
-    case State::VmEntry: enter_guest_mode(now); break;
-    case State::InGuest: guest_step(now); break;
+    case State::EnterGuest:
+      after_vcpu_enter_guest(now);
+      break;
+    case State::WaitEarly:
+      begin_vmx_vcpu_run(now);
+      break;
+    case State::VmxVcpuRun:
+      after_vmx_vcpu_run(now);
+      break;
+    case State::WaitLate:
+      begin_vmentry(now);
+      break;
+    case State::VmEntry:
+      enter_guest_mode(now);
+      break;
+    case State::InGuest:
+      guest_step(now);
+      break;
     case State::VmExit:
       if (!try_exit_fastpath(now)) handle_exit(now);
       break;
-    case State::Fastpath: after_fastpath(now); break;
+    case State::Fastpath:
+      after_fastpath(now);
+      break;
     case State::HostIrq: {
       state_ = State::HandleExit;
       pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
       break;
     }
-    case State::HandleExit: after_handle_exit(now); break;
-    case State::Block: after_block(now); break;
+    case State::HandleExit:
+      after_handle_exit(now);
+      break;
+    case State::Block:
+      after_block(now);
+      break;
     case State::Blocked: {
       // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup), then
       // kvm_lapic_switch_to_hv_timer() (nothing to re-arm while pending).
@@ -77,7 +97,9 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, cost);
       break;
     }
-    case State::Wakeup: begin_vcpu_enter_guest(now); break;
+    case State::Wakeup:
+      begin_vcpu_enter_guest(now);
+      break;
   }
 }
 

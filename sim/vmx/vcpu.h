@@ -3,8 +3,8 @@
 // arch/x86/kvm/vmx/vmx.c, as a state machine of cost-bearing stages:
 //
 //   vcpu_enter_guest ─► vmx_vcpu_run ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
-//          ▲                  ▲                                     │                               │
-//          │                  └──── exit fastpath (REENTER_GUEST) ◄─┘                               │
+//          ▲                  ▲                                     │ │ │                  └────
+//          exit fastpath (REENTER_GUEST) ◄─┘                               │
 //          └────────────────────────────────────────────────────────────────────────────────────────┘
 //
 // kvm_wait_lapic_expire() runs either at the end of vcpu_enter_guest (before
@@ -69,19 +69,19 @@ class GuestVcpu {
 };
 
 struct VcpuCosts {
-  Sampler vmexit;           // hardware exit + vmx_vcpu_run() exit half
-  Sampler vmx_vcpu_run;     // vmx_vcpu_run() software entry half up to the world switch
-  Sampler vmentry;          // VMRESUME + hardware entry (+ whatever vmx_vcpu_run is not split out)
-  Sampler vcpu_enter_guest; // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
-  Sampler handle_exit;      // vmx_handle_exit() common dispatch
-  Sampler handle_wrmsr;     // kvm_emulate_wrmsr() -> kvm_set_msr_common()
-  Sampler handle_preemption_timer;  // handle_preemption_timer() (excluding lapic work)
-  Sampler handle_external_interrupt;// handle_external_interrupt() after the host IRQ ran
-  Sampler exit_fastpath;    // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
-  Sampler fastpath_wrmsr;   // handle_fastpath_set_msr_irqoff() before the LAPIC work
-  Sampler handle_halt;      // kvm_emulate_halt(): skip the instruction, mark halted
-  Sampler vcpu_block;       // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
-  Sampler vcpu_wakeup;      // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vmexit;            // hardware exit + vmx_vcpu_run() exit half
+  Sampler vmx_vcpu_run;      // vmx_vcpu_run() software entry half up to the world switch
+  Sampler vmentry;           // VMRESUME + hardware entry (+ whatever vmx_vcpu_run is not split out)
+  Sampler vcpu_enter_guest;  // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
+  Sampler handle_exit;       // vmx_handle_exit() common dispatch
+  Sampler handle_wrmsr;      // kvm_emulate_wrmsr() -> kvm_set_msr_common()
+  Sampler handle_preemption_timer;    // handle_preemption_timer() (excluding lapic work)
+  Sampler handle_external_interrupt;  // handle_external_interrupt() after the host IRQ ran
+  Sampler exit_fastpath;              // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
+  Sampler fastpath_wrmsr;             // handle_fastpath_set_msr_irqoff() before the LAPIC work
+  Sampler handle_halt;                // kvm_emulate_halt(): skip the instruction, mark halted
+  Sampler vcpu_block;   // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;  // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
 };
 
 // vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
@@ -148,19 +148,19 @@ class Vcpu : public HostThread {
 
  private:
   enum class State : std::uint8_t {
-    EnterGuest,     // vcpu_enter_guest() segment
-    WaitEarly,      // kvm_wait_lapic_expire() at the pre-v5.3 site
-    VmxVcpuRun,     // vmx_vcpu_run() software entry half
-    WaitLate,       // kvm_wait_lapic_expire() right before the world switch
+    EnterGuest,  // vcpu_enter_guest() segment
+    WaitEarly,   // kvm_wait_lapic_expire() at the pre-v5.3 site
+    VmxVcpuRun,  // vmx_vcpu_run() software entry half
+    WaitLate,    // kvm_wait_lapic_expire() right before the world switch
     VmEntry,
     InGuest,
     VmExit,
-    Fastpath,       // vmx_exit_handlers_fastpath(), IRQs still off
+    Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
     HandleExit,
-    Block,          // vcpu_block() before schedule()
-    Blocked,        // the thread sleeps; the pCPU idles
-    Wakeup          // back from kvm_vcpu_block()
+    Block,    // vcpu_block() before schedule()
+    Blocked,  // the thread sleeps; the pCPU idles
+    Wakeup    // back from kvm_vcpu_block()
   };
 
   void begin_vcpu_enter_guest(Tsc now);
@@ -190,9 +190,9 @@ class Vcpu : public HostThread {
 
   State state_ = State::EnterGuest;
   ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
-  GuestStep exit_step_;              // the exiting instruction, for its handler
+  GuestStep exit_step_;  // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
-  bool halted_ = false;              // the guest executed HLT (KVM_MP_STATE_HALTED)
+  bool halted_ = false;  // the guest executed HLT (KVM_MP_STATE_HALTED)
   bool hv_timer_before_block_ = false;
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;

@@ -19,8 +19,8 @@ struct CliResult {
 };
 
 inline CliResult run_cli(const std::string& args) {
-  const std::string cmd = std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + KVMSIM_BINARY + " " +
-                          args + " 2>&1";
+  const std::string cmd =
+      std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + KVMSIM_BINARY + " " + args + " 2>&1";
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -8,12 +8,12 @@
 
 using namespace kvmsim::test;
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
-TEST_CASE("tscdeadline_latency with HLT: every interrupt wakes a blocked vCPU, and the "
-          "preemption timer no longer matters (the deadline sits on an hrtimer while blocked)",
-          "[kut][hlt]") {
+TEST_CASE(
+    "tscdeadline_latency with HLT: every interrupt wakes a blocked vCPU, and the "
+    "preemption timer no longer matters (the deadline sits on an hrtimer while blocked)",
+    "[kut][hlt]") {
   const std::string base =
       "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=1000 "
       "--set tscdeadline_latency.hlt=true --set kvm.lapic_timer_advance_ns=0";
@@ -23,19 +23,22 @@ TEST_CASE("tscdeadline_latency with HLT: every interrupt wakes a blocked vCPU, a
   CHECK(hv.at("vcpu.blocks") == 1001);
   CHECK(hv.at("exits.HLT.count") == hv.at("vcpu.blocks"));
   CHECK_FALSE(hv.contains("exits.PREEMPTION_TIMER.count"));
-  const double a = hv.at("tscdeadline_latency.avg_cycles"), b = sw.at("tscdeadline_latency.avg_cycles");
+  const double a = hv.at("tscdeadline_latency.avg_cycles"),
+               b = sw.at("tscdeadline_latency.avg_cycles");
   INFO("hv " << a << " sw " << b);
   CHECK(std::fabs(a - b) / b < 0.01);
   // Busy-waiting avoids the whole host wake-up path.
-  const auto busy = run_metrics("hlt-busy", "scenarios/tscdeadline_latency.yaml --set "
-                                            "tscdeadline_latency.size=1000 --set "
-                                            "kvm.lapic_timer_advance_ns=0");
+  const auto busy = run_metrics("hlt-busy",
+                                "scenarios/tscdeadline_latency.yaml --set "
+                                "tscdeadline_latency.size=1000 --set "
+                                "kvm.lapic_timer_advance_ns=0");
   CHECK(busy.at("tscdeadline_latency.avg_cycles").get<double>() < a / 2);
 }
 
-TEST_CASE("cyclictest in a HZ=1000 HLT-idle guest: two wake-ups per loop, a clockevent write on "
-          "each, and the exit fastpath shortens the wake-up path",
-          "[kut][hlt][fastpath]") {
+TEST_CASE(
+    "cyclictest in a HZ=1000 HLT-idle guest: two wake-ups per loop, a clockevent write on "
+    "each, and the exit fastpath shortens the wake-up path",
+    "[kut][hlt][fastpath]") {
   const std::string base = "scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000";
   const auto slow = run_metrics("cf-slow", base + " --set kvm.exit_fastpath=false");
   const auto fast = run_metrics("cf-fast", base + " --set kvm.exit_fastpath=true");

@@ -21,7 +21,8 @@ const char* kT3 = "scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67
 
 TEST_CASE("T2: the advance on the preemption timer cuts tscdeadline_latency ~63% (Haswell desktop)",
           "[kut][t2]") {
-  const auto before = run_metrics("t2-before", std::string(kT2) + " --set kvm.hv_timer_advance=false");
+  const auto before =
+      run_metrics("t2-before", std::string(kT2) + " --set kvm.hv_timer_advance=false");
   const auto after = run_metrics("t2-after", std::string(kT2) + " --set kvm.hv_timer_advance=true");
   const double b = before.at("tscdeadline_latency.avg_cycles");
   const double a = after.at("tscdeadline_latency.avg_cycles");
@@ -37,13 +38,14 @@ TEST_CASE("T2: the advance on the preemption timer cuts tscdeadline_latency ~63%
   CHECK(before.at("lapic.wait_lapic_expire.early").get<double>() == 0);
 }
 
-TEST_CASE("T2 family: moving kvm_wait_lapic_expire() next to the world switch removes "
-          "vmx_vcpu_run's software entry half from the latency",
-          "[kut][t2]") {
-  const auto old_site =
-      run_metrics("t2-site-old", std::string(kT2) + " --set kvm.wait_lapic_expire_site=vcpu_enter_guest");
-  const auto new_site =
-      run_metrics("t2-site-new", std::string(kT2) + " --set kvm.wait_lapic_expire_site=vmx_vcpu_run");
+TEST_CASE(
+    "T2 family: moving kvm_wait_lapic_expire() next to the world switch removes "
+    "vmx_vcpu_run's software entry half from the latency",
+    "[kut][t2]") {
+  const auto old_site = run_metrics(
+      "t2-site-old", std::string(kT2) + " --set kvm.wait_lapic_expire_site=vcpu_enter_guest");
+  const auto new_site = run_metrics(
+      "t2-site-new", std::string(kT2) + " --set kvm.wait_lapic_expire_site=vmx_vcpu_run");
   const double o = old_site.at("tscdeadline_latency.avg_cycles");
   const double n = new_site.at("tscdeadline_latency.avg_cycles");
   INFO("old site " << o << " new site " << n);
@@ -51,9 +53,10 @@ TEST_CASE("T2 family: moving kvm_wait_lapic_expire() next to the world switch re
   CHECK(o - n == Approx(700).margin(60));
 }
 
-TEST_CASE("T3: the exit fastpath saves ~17.6% on tscdeadline_immed and ~8.3% on tscdeadline "
-          "(Skylake-SP, APICv)",
-          "[kut][t3]") {
+TEST_CASE(
+    "T3: the exit fastpath saves ~17.6% on tscdeadline_immed and ~8.3% on tscdeadline "
+    "(Skylake-SP, APICv)",
+    "[kut][t3]") {
   const auto slow = run_metrics("t3-slow", std::string(kT3) + " --set kvm.exit_fastpath=false");
   const auto fast = run_metrics("t3-fast", std::string(kT3) + " --set kvm.exit_fastpath=true");
   const double is = slow.at("vmexit.tscdeadline_immed.cycles");
@@ -99,23 +102,27 @@ TEST_CASE("exit fastpath: the guest sees the same thing, only faster", "[kut][fa
   CHECK(f2.at("vmx.fastpath.exit_handled") == f2.at("exits.PREEMPTION_TIMER.count"));
   // With the adaptive advance the busy-wait absorbs whatever the exit path
   // saves: the latency stays (the saving shows as less spinning).
-  const double ls = s2.at("tscdeadline_latency.avg_cycles"), lf = f2.at("tscdeadline_latency.avg_cycles");
+  const double ls = s2.at("tscdeadline_latency.avg_cycles"),
+               lf = f2.at("tscdeadline_latency.avg_cycles");
   CHECK(std::fabs(lf - ls) < 60);
 
   // Without an advance, EXIT_HANDLED skips vmx_handle_exit()'s dispatch and
   // handle_preemption_timer() (200 + 80 cycles on this platform) for one
   // fastpath turn (150): ~130 cycles less latency.
-  const auto s0 = run_metrics("fp-t2-slow0", t2 + " --set kvm.lapic_timer_advance_ns=0 --set kvm.exit_fastpath=false");
-  const auto f0 = run_metrics("fp-t2-fast0", t2 + " --set kvm.lapic_timer_advance_ns=0 --set kvm.exit_fastpath=true");
+  const auto s0 = run_metrics(
+      "fp-t2-slow0", t2 + " --set kvm.lapic_timer_advance_ns=0 --set kvm.exit_fastpath=false");
+  const auto f0 = run_metrics(
+      "fp-t2-fast0", t2 + " --set kvm.lapic_timer_advance_ns=0 --set kvm.exit_fastpath=true");
   const double d0 = s0.at("tscdeadline_latency.avg_cycles").get<double>() -
                     f0.at("tscdeadline_latency.avg_cycles").get<double>();
-  INFO("slow " << s0.at("tscdeadline_latency.avg_cycles") << " fast " << f0.at("tscdeadline_latency.avg_cycles"));
+  INFO("slow " << s0.at("tscdeadline_latency.avg_cycles") << " fast "
+               << f0.at("tscdeadline_latency.avg_cycles"));
   CHECK(d0 == Approx(130).margin(40));
 }
 
 TEST_CASE("kvm-unit-tests workloads run on one vCPU only", "[kut][cli]") {
-  const auto r = run_cli(
-      "run scenarios/tscdeadline_latency.yaml --set vm.vcpus=2 --set vm.pinning=[1,2] -q");
+  const auto r =
+      run_cli("run scenarios/tscdeadline_latency.yaml --set vm.vcpus=2 --set vm.pinning=[1,2] -q");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("vm.vcpus: 1") != std::string::npos);
   const auto r2 = run_cli("run scenarios/vmexit_tscdeadline.yaml --set vmexit.tests=cpuid -q");

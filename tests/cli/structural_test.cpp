@@ -24,8 +24,10 @@ std::map<std::string, double> kvm_stat_totals(const std::string& file) {
   bool in = false;
   const std::regex row(R"(^\s*(kvm_[a-z_]+)\s+(\d+)\s)");
   while (std::getline(f, line)) {
-    if (line.rfind("## (1)", 0) == 0) in = true;
-    else if (line.rfind("## (2)", 0) == 0) break;
+    if (line.rfind("## (1)", 0) == 0)
+      in = true;
+    else if (line.rfind("## (2)", 0) == 0)
+      break;
     std::smatch mm;
     if (in && std::regex_search(line, mm, row)) m[mm[1]] = std::stod(mm[2]);
   }
@@ -72,11 +74,13 @@ double ev(const Traced& t, const char* name) {
 
 TEST_CASE("idle HLT guest woken by timers: tracepoint ratios match a real idle guest's kvm_stat",
           "[cli][structural]") {
-  const auto real = kvm_stat_totals(kData + "kvm_stat+perf-kvm-stat+ftrace_idle-openeuler-guest_4.19.txt");
+  const auto real =
+      kvm_stat_totals(kData + "kvm_stat+perf-kvm-stat+ftrace_idle-openeuler-guest_4.19.txt");
   REQUIRE(real.at("kvm_exit") == 1133);
   // A guest that sleeps (HLT) and wakes on a 10 ms timer and its own tick.
-  const auto sim = run_traced("struct-idle", "scenarios/cyclictest_fastpath.yaml --set "
-                                             "cyclictest.interval_us=10000 --set cyclictest.loops=300");
+  const auto sim = run_traced("struct-idle",
+                              "scenarios/cyclictest_fastpath.yaml --set "
+                              "cyclictest.interval_us=10000 --set cyclictest.loops=300");
   const double exits = ev(sim, "kvm_exit");
   REQUIRE(exits > 500);
   // Every exit has its entry.
@@ -95,7 +99,8 @@ TEST_CASE("idle HLT guest woken by timers: tracepoint ratios match a real idle g
   CHECK(ev(sim, "kvm_wait_lapic_expire") / ev(sim, "kvm_apic_accept_irq") >=
         real.at("kvm_wait_lapic_expire") / real.at("kvm_apic_accept_irq"));
   // perf kvm stat: HLT holds ~100% of the exit-to-entry time of an idle guest.
-  const auto perf = perf_kvm_stat(kData + "kvm_stat+perf-kvm-stat+ftrace_idle-openeuler-guest_4.19.txt");
+  const auto perf =
+      perf_kvm_stat(kData + "kvm_stat+perf-kvm-stat+ftrace_idle-openeuler-guest_4.19.txt");
   const double hlt_time = sim.metrics.at("exits.HLT.avg_ns").get<double>() *
                           sim.metrics.at("exits.HLT.count").get<double>();
   double all_time = 0;
@@ -103,23 +108,25 @@ TEST_CASE("idle HLT guest woken by timers: tracepoint ratios match a real idle g
     const std::string k = it.key();
     if (k.rfind("exits.", 0) == 0 && k.size() > 7 && k.substr(k.size() - 7) == ".avg_ns") {
       const std::string reason = k.substr(6, k.size() - 13);
-      all_time += it.value().get<double>() *
-                  sim.metrics.at("exits." + reason + ".count").get<double>();
+      all_time +=
+          it.value().get<double>() * sim.metrics.at("exits." + reason + ".count").get<double>();
     }
   }
   CHECK(100.0 * hlt_time / all_time == Approx(perf.at("HLT").second).margin(1.0));
 }
 
-TEST_CASE("CPU-bound HZ=250 guest: the tick makes the preemption-timer exits, each with a "
-          "clockevent write, as in a real sysbench guest's perf kvm stat",
-          "[cli][structural]") {
+TEST_CASE(
+    "CPU-bound HZ=250 guest: the tick makes the preemption-timer exits, each with a "
+    "clockevent write, as in a real sysbench guest's perf kvm stat",
+    "[cli][structural]") {
   const auto real = perf_kvm_stat(kData + "perf-kvm-stat_sysbench-cpu-guest_2020.txt");
   const double real_s = 22.66;  // sysbench's run time in that file
   const double real_pt_rate = real.at("PREEMPTION_TIMER").first / real_s;
   const double real_msr_per_pt = real.at("MSR_WRITE").first / real.at("PREEMPTION_TIMER").first;
-  const auto sim = run_traced("struct-busy", "scenarios/cyclictest_fastpath.yaml --set "
-                                             "workload.type=busy --set guest.hz=250 --set "
-                                             "sim.max_simulated_s=2");
+  const auto sim = run_traced("struct-busy",
+                              "scenarios/cyclictest_fastpath.yaml --set "
+                              "workload.type=busy --set guest.hz=250 --set "
+                              "sim.max_simulated_s=2");
   const double pt = sim.metrics.at("exits.PREEMPTION_TIMER.count");
   const double msr = sim.metrics.at("exits.MSR_WRITE.count");
   // ~253 timer exits per second in the real guest: a 250 Hz tick.

@@ -13,13 +13,15 @@ nlohmann::json json_from_output(const std::string& out) {
 }
 }  // namespace
 
-TEST_CASE("run --trace: trace-stats reads back the same exit counts as summary.json", "[cli][trace]") {
+TEST_CASE("run --trace: trace-stats reads back the same exit counts as summary.json",
+          "[cli][trace]") {
   for (const char* hv : {"true", "false"}) {
     const auto dir = out_dir(std::string("trace-run-") + hv);
     const auto trace = dir / "trace.txt";
-    const auto r = run_cli(std::string("run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=3000 "
-                                       "--set kvm.enable_hv_timer=") +
-                           hv + " -q --out " + dir.string() + " --trace " + trace.string());
+    const auto r =
+        run_cli(std::string("run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=3000 "
+                            "--set kvm.enable_hv_timer=") +
+                hv + " -q --out " + dir.string() + " --trace " + trace.string());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto metrics = read_json(dir / "summary.json").at("metrics");
@@ -31,7 +33,8 @@ TEST_CASE("run --trace: trace-stats reads back the same exit counts as summary.j
     double total = 0;
     for (auto it = metrics.begin(); it != metrics.end(); ++it) {
       const std::string k = it.key();
-      if (k.rfind("exits.", 0) != 0 || k.size() < 12 || k.substr(k.size() - 6) != ".count") continue;
+      if (k.rfind("exits.", 0) != 0 || k.size() < 12 || k.substr(k.size() - 6) != ".count")
+        continue;
       const std::string reason = k.substr(6, k.size() - 12);
       INFO(reason);
       REQUIRE(reasons.contains(reason));
@@ -49,7 +52,8 @@ TEST_CASE("run --trace: trace-stats reads back the same exit counts as summary.j
 TEST_CASE("run --trace does not change the simulation", "[cli][trace]") {
   const auto a = out_dir("trace-off");
   const auto b = out_dir("trace-on");
-  const std::string base = "run scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=500 -q --out ";
+  const std::string base =
+      "run scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=500 -q --out ";
   REQUIRE(run_cli(base + a.string()).exit_code == 0);
   REQUIRE(run_cli(base + b.string() + " --trace " + (b / "t.txt").string()).exit_code == 0);
   auto ma = read_json(a / "summary.json").at("metrics");
