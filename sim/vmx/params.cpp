@@ -3,178 +3,60 @@
 
 namespace kvmsim {
 
+// One declaration per parameter, one per row: kept compact by hand.
+// clang-format off
 void declare_vmx_params(ParamRegistry& r) {
-  r.declare(
-      {"platform.preemption_timer_rate",
-       ParamType::Int,
-       "5",
-       "shift",
-       0,
-       31,
-       {},
-       "IA32_VMX_MISC[4:0]: the preemption timer counts TSC >> this (5 Haswell, 7 Skylake)."});
-  r.declare(
-      {"platform.apicv",
-       ParamType::Bool,
-       "true",
-       "bool",
-       {},
-       {},
-       {},
-       "APICv: virtual-interrupt delivery; the exit path injects the timer straight into vIRR."});
-  r.declare({"kvm.enable_hv_timer",
-             ParamType::Bool,
-             "true",
-             "bool",
-             {},
-             {},
-             {},
+  r.declare({"platform.preemption_timer_rate", ParamType::Int, "5", "shift", 0, 31, {},
+             "IA32_VMX_MISC[4:0]: the preemption timer counts TSC >> this (5 Haswell, 7 Skylake)."});
+  r.declare({"platform.apicv", ParamType::Bool, "true", "bool", {}, {}, {},
+             "APICv: virtual-interrupt delivery; the exit path injects the timer straight into vIRR."});
+  r.declare({"kvm.enable_hv_timer", ParamType::Bool, "true", "bool", {}, {}, {},
              "kvm_intel.preemption_timer: emulate the TSC-deadline timer with the VMX "
              "preemption timer (else a host hrtimer)."});
-  r.declare({"kvm.exit_fastpath",
-             ParamType::Bool,
-             "false",
-             "bool",
-             {},
-             {},
-             {},
+  r.declare({"kvm.exit_fastpath", ParamType::Bool, "false", "bool", {}, {}, {},
              "vmx_exit_handlers_fastpath() (v5.8+): the TSC-deadline WRMSR and the preemption "
              "timer are handled with IRQs off and the vCPU re-enters (REENTER_GUEST)."});
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
-  r.declare({"vm.pinning",
-             ParamType::IntList,
-             "[]",
-             "cpu",
-             0,
-             4095,
-             {},
+  r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
              "pCPU of each vCPU (VM-major order); empty = the isolated pCPUs in order."});
-  r.declare({"vm.tsc_khz",
-             ParamType::Int,
-             "0",
-             "kHz",
-             0,
-             10000000,
-             {},
+  r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
              "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
-  r.declare({"vm.tsc_offset",
-             ParamType::Int,
-             "0",
-             "cycles",
-             -9.0e18,
-             9.0e18,
-             {},
+  r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},
              "VMCS TSC offset added to the (scaled) host TSC."});
-  r.declare({"cost.vmexit",
-             ParamType::Dist,
-             "400ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vmexit", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Hardware VM exit + vmx_vcpu_run() exit half (until handle_exit_irqoff)."});
-  r.declare({"cost.vmx_vcpu_run",
-             ParamType::Dist,
-             "0ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vmx_vcpu_run", ParamType::Dist, "0ns", "time", {}, {}, {},
              "vmx_vcpu_run() software entry half from vmx_update_hv_timer() to the "
              "kvm_wait_lapic_expire() call (v5.3+ site); 0 = folded into cost.vmentry."});
-  r.declare({"cost.vmentry",
-             ParamType::Dist,
-             "400ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vmentry", ParamType::Dist, "400ns", "time", {}, {}, {},
              "VMRESUME + hardware VM entry up to the first guest instruction (plus the "
              "software entry half when cost.vmx_vcpu_run is 0)."});
-  r.declare({"cost.vcpu_enter_guest",
-             ParamType::Dist,
-             "300ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vcpu_enter_guest", ParamType::Dist, "300ns", "time", {}, {}, {},
              "vcpu_enter_guest() from a handled exit to vmx_vcpu_run() (requests, IRQs off)."});
-  r.declare({"cost.handle_exit",
-             ParamType::Dist,
-             "100ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.handle_exit", ParamType::Dist, "100ns", "time", {}, {}, {},
              "vmx_handle_exit() common dispatch."});
-  r.declare({"cost.handle_wrmsr",
-             ParamType::Dist,
-             "150ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.handle_wrmsr", ParamType::Dist, "150ns", "time", {}, {}, {},
              "kvm_emulate_wrmsr() -> kvm_set_msr_common() before the LAPIC work."});
-  r.declare({"cost.handle_preemption_timer",
-             ParamType::Dist,
-             "50ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.handle_preemption_timer", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_preemption_timer() itself (LAPIC work counted separately)."});
-  r.declare({"cost.handle_external_interrupt",
-             ParamType::Dist,
-             "50ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.handle_external_interrupt", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_external_interrupt() after the host handler ran."});
-  r.declare({"cost.exit_fastpath",
-             ParamType::Dist,
-             "100ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.exit_fastpath", ParamType::Dist, "100ns", "time", {}, {}, {},
              "vmx_exit_handlers_fastpath() dispatch + one REENTER_GUEST loop turn "
              "(sync_pir_to_irr, kvm_vcpu_exit_request)."});
-  r.declare({"cost.handle_halt",
-             ParamType::Dist,
-             "100ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.handle_halt", ParamType::Dist, "100ns", "time", {}, {}, {},
              "handle_halt() -> kvm_emulate_halt(): skip HLT, mark the vCPU halted."});
-  r.declare({"cost.vcpu_block",
-             ParamType::Dist,
-             "1us",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vcpu_block", ParamType::Dist, "1us", "time", {}, {}, {},
              "vcpu_block() -> kvm_vcpu_halt() -> kvm_vcpu_block(): prepare to wait and "
              "schedule() to the idle task (LAPIC timer switch counted separately)."});
-  r.declare({"cost.vcpu_wakeup",
-             ParamType::Dist,
-             "2us",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.vcpu_wakeup", ParamType::Dist, "2us", "time", {}, {}, {},
              "From the kick in apic_timer_fn to the vCPU thread running again: idle exit, "
              "try_to_wake_up(), schedule() in, return from kvm_vcpu_block()."});
-  r.declare({"cost.fastpath_wrmsr",
-             ParamType::Dist,
-             "50ns",
-             "time",
-             {},
-             {},
-             {},
+  r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }
+
+// clang-format on
 
 }  // namespace kvmsim
