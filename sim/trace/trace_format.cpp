@@ -164,78 +164,65 @@ void TraceWriter::kvm_exit(std::int64_t ts_ns, const TraceTask& task, int cpu, i
   emit(ts_ns, task, cpu, "kvm_exit");
 }
 
-void TraceWriter::kvm_exit(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmExit& e) {
+// One line: the payload formatted into the reused buffer, then the framing.
+template <class Event>
+void TraceWriter::put(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
+                      const Event& e) {
   payload_.clear();
   payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_exit");
+  emit(ts_ns, task, cpu, event);
+}
+
+void TraceWriter::kvm_exit(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmExit& e) {
+  put(ts_ns, task, cpu, "kvm_exit", e);
 }
 
 void TraceWriter::kvm_entry(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEntry& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_entry");
+  put(ts_ns, task, cpu, "kvm_entry", e);
 }
 
 void TraceWriter::kvm_msr(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmMsr& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_msr");
+  put(ts_ns, task, cpu, "kvm_msr", e);
 }
 
 void TraceWriter::kvm_hv_timer_state(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                      const KvmHvTimerState& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_hv_timer_state");
+  put(ts_ns, task, cpu, "kvm_hv_timer_state", e);
 }
 
 void TraceWriter::kvm_wait_lapic_expire(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                         const KvmWaitLapicExpire& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_wait_lapic_expire");
+  put(ts_ns, task, cpu, "kvm_wait_lapic_expire", e);
 }
 
 void TraceWriter::kvm_vcpu_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                   const KvmVcpuWakeup& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_vcpu_wakeup");
+  put(ts_ns, task, cpu, "kvm_vcpu_wakeup", e);
 }
 
 void TraceWriter::kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                    const KvmHaltPollNs& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_halt_poll_ns");
+  put(ts_ns, task, cpu, "kvm_halt_poll_ns", e);
 }
 
 void TraceWriter::kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                       const KvmApicAcceptIrq& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_apic_accept_irq");
+  put(ts_ns, task, cpu, "kvm_apic_accept_irq", e);
 }
 
 void TraceWriter::kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                    const KvmPvTlbFlush& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "kvm_pv_tlb_flush");
+  put(ts_ns, task, cpu, "kvm_pv_tlb_flush", e);
 }
 
 void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                const SchedSwitch& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "sched_switch");
+  put(ts_ns, task, cpu, "sched_switch", e);
 }
 
 void TraceWriter::sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                const SchedWakeup& e) {
-  payload_.clear();
-  payload(payload_, e);
-  emit(ts_ns, task, cpu, "sched_wakeup");
+  put(ts_ns, task, cpu, "sched_wakeup", e);
 }
 
 }  // namespace kvmsim::trace

@@ -195,6 +195,9 @@ class TraceWriter {
 
  private:
   void emit(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event);
+  template <class Event>
+  void put(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
+           const Event& e);
 
   std::ostream& out_;
   std::string payload_;  // reused per line
