@@ -126,40 +126,30 @@ void ExplainObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {
   add(window_of_pcpu(pcpu), it);
 }
 
-void ExplainObserver::on_vcpu_wakeup(int vcpu, bool /*waited*/, std::int64_t ns, Tsc t) {
+// A vCPU event with one value, kept in that vCPU's pCPU window.
+void ExplainObserver::add_vcpu_event(int vcpu, ExplainItem::Kind kind, Tsc t, std::int64_t value) {
   if (capture_.captured) return;
   ExplainItem it;
-  it.kind = ExplainItem::Kind::VcpuWakeup;
+  it.kind = kind;
   it.t = t;
-  it.value = ns;
+  it.value = value;
   add(window_of_vcpu(vcpu), it);
+}
+
+void ExplainObserver::on_vcpu_wakeup(int vcpu, bool /*waited*/, std::int64_t ns, Tsc t) {
+  add_vcpu_event(vcpu, ExplainItem::Kind::VcpuWakeup, t, ns);
 }
 
 void ExplainObserver::on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) {
-  if (capture_.captured) return;
-  ExplainItem it;
-  it.kind = ExplainItem::Kind::HvTimerState;
-  it.t = t;
-  it.value = hv_timer ? 1 : 0;
-  add(window_of_vcpu(vcpu), it);
+  add_vcpu_event(vcpu, ExplainItem::Kind::HvTimerState, t, hv_timer ? 1 : 0);
 }
 
 void ExplainObserver::on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) {
-  if (capture_.captured) return;
-  ExplainItem it;
-  it.kind = ExplainItem::Kind::WaitLapicExpire;
-  it.t = t;
-  it.value = delta;
-  add(window_of_vcpu(vcpu), it);
+  add_vcpu_event(vcpu, ExplainItem::Kind::WaitLapicExpire, t, delta);
 }
 
 void ExplainObserver::on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) {
-  if (capture_.captured) return;
-  ExplainItem it;
-  it.kind = ExplainItem::Kind::ApicAcceptIrq;
-  it.t = t;
-  it.value = vector;
-  add(window_of_vcpu(vcpu), it);
+  add_vcpu_event(vcpu, ExplainItem::Kind::ApicAcceptIrq, t, vector);
 }
 
 void ExplainObserver::on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t) {

@@ -73,6 +73,7 @@ class ExplainObserver : public ModelObserver {
   [[nodiscard]] std::uint64_t samples_seen() const { return samples_; }
 
  private:
+  void add_vcpu_event(int vcpu, ExplainItem::Kind kind, Tsc t, std::int64_t value);
   struct Window {
     bool open = false;
     Tsc armed_at = 0, deadline = 0;
