@@ -168,6 +168,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   gc.tick = S(p, clk, "cost.guest.tick");
   gc.nohz_stop = S(p, clk, "cost.guest.nohz_stop");
   gc.nohz_restart = S(p, clk, "cost.guest.nohz_restart");
+  gc.watchdog = S(p, clk, "cost.guest.watchdog");
 
   VmxConfig vmx;
   vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
@@ -181,6 +182,13 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   lcfg.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"
                        ? WaitLapicExpireSite::VcpuEnterGuest
                        : WaitLapicExpireSite::VmxVcpuRun;
+  lcfg.tuning = p.s("kvm.lapic_timer_advance_tuning") == "until_done" ? AdvanceTuning::UntilDone
+                                                                      : AdvanceTuning::Always;
+  if (vmx.exit_fastpath && lcfg.wait_site == WaitLapicExpireSite::VcpuEnterGuest)
+    config_error(fmt::format("{}: key 'kvm.exit_fastpath': the exit fastpath (v5.8+) needs "
+                             "kvm.wait_lapic_expire_site: vmx_vcpu_run (moved there in v5.3); "
+                             "no kernel has both",
+                             p.origin("kvm.exit_fastpath")));
 
   TscScaling tsc;
   const auto guest_khz =
@@ -271,6 +279,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         GuestConfig gcfg;
         gcfg.hz = static_cast<unsigned>(p.i("guest.hz"));
         gcfg.idle_hlt = p.s("guest.idle") == "hlt";
+        gcfg.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
         auto guest = std::make_unique<GuestKernel>(*vcpu, gc, guest_khz, gcfg);
         vcpu->set_guest(guest.get());
         if (vm == 0 && v == ct_vcpu && m->cyclictest) guest->add_task(m->cyclictest.get());

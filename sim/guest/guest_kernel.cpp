@@ -19,6 +19,13 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
   }
 }
 
+Tsc GuestKernel::WatchdogTimer::fn(GuestKernel& k, Tsc now) {
+  const std::uint64_t g = k.guest_tsc(now);
+  while (expires <= g) expires += period;
+  k.hrtimer_start(this, expires);
+  return k.costs().watchdog(k.rng());
+}
+
 // The periodic tick: tick_sched_timer() then hrtimer_forward() by a period.
 Tsc GuestKernel::TickTimer::fn(GuestKernel& k, Tsc now) {
   const std::uint64_t g = k.guest_tsc(now);
@@ -105,9 +112,17 @@ GuestStep GuestKernel::step(Tsc now) {
     has_resume_ = false;
     return last_ = resume_;
   }
-  if (cfg_.hz && !tick_started_) {
+  if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s)) {
     tick_started_ = true;
-    tick_start(now);  // queues the first clockevent write
+    if (cfg_.watchdog_s) {
+      // Boot-time phase from its own stream (the same across paired runs).
+      watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
+      Rng phase = vcpu_.ctx().stream("guest.vcpu" + std::to_string(vcpu_.id()) + ".watchdog");
+      hrtimer_start(&watchdog_, guest_tsc(now) + 1 +
+                                    static_cast<std::uint64_t>(
+                                        phase.uniform() * static_cast<double>(watchdog_.period)));
+    }
+    if (cfg_.hz) tick_start(now);  // queues the first clockevent write
   }
   if (!kq_.empty()) {
     last_ = kq_.front();

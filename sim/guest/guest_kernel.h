@@ -26,6 +26,7 @@ struct GuestCosts {
   Sampler tick;                // tick_sched_timer(): update_process_times(), scheduler_tick()
   Sampler nohz_stop;           // tick_nohz_idle_stop_tick() when it stops the tick
   Sampler nohz_restart;        // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
+  Sampler watchdog;            // watchdog_timer_fn(): softlockup check
 };
 
 struct GuestConfig {
@@ -36,6 +37,10 @@ struct GuestConfig {
   // (default_idle: HLT exit, the vCPU blocks; NO_HZ_IDLE stops the tick when
   // the next timer is more than a tick away, and restarts it on idle exit).
   bool idle_hlt = false;
+  // The softlockup watchdog's per-CPU hrtimer (watchdog_thresh * 2 / 5 = 4 s
+  // by default); 0 = nowatchdog. It keeps a timer queued at all times, so
+  // hrtimer_interrupt() always reprograms the clockevent for a next event.
+  unsigned watchdog_s = 0;
 };
 
 // A guest hrtimer (expiry in guest TSC cycles; the guest's clocksource).
@@ -104,11 +109,17 @@ class GuestKernel : public GuestVcpu {
     Tsc fn(GuestKernel& k, Tsc now) override;  // tick_sched_timer + hrtimer_forward
     std::uint64_t period = 0;                  // guest TSC cycles
   };
+  class WatchdogTimer : public GuestHrtimer {
+   public:
+    Tsc fn(GuestKernel& k, Tsc now) override;  // watchdog_timer_fn + hrtimer_forward
+    std::uint64_t period = 0;                  // guest TSC cycles
+  };
 
   Vcpu& vcpu_;
   GuestCosts costs_;
   GuestConfig cfg_;
   TickTimer tick_;
+  WatchdogTimer watchdog_;
   std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool tick_running_ = false;
   bool tick_started_ = false;

@@ -58,6 +58,10 @@ void declare_guest_params(ParamRegistry& r) {
              "Guest irq_exit() and return from the interrupt."});
   r.declare({"cost.guest.context_switch", ParamType::Dist, "800ns", "time", {}, {}, {},
              "Guest __schedule() and context switch."});
+  r.declare({"guest.watchdog_s", ParamType::Int, "4", "s", 0, 3600, {},
+             "Softlockup watchdog hrtimer period (watchdog_thresh 10 s -> 4 s); 0 = nowatchdog (RT guests)."});
+  r.declare({"cost.guest.watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
+             "Guest watchdog_timer_fn(): touch the softlockup stamp, wake the watchdog."});
   r.declare({"cost.guest.tick", ParamType::Dist, "1us", "time", {}, {}, {},
              "Guest tick_sched_timer(): update_process_times(), scheduler_tick()."});
   r.declare({"cost.guest.nohz_stop", ParamType::Dist, "500ns", "time", {}, {}, {},

@@ -21,10 +21,11 @@ std::uint64_t KvmLapic::timer_advance_cycles() const {
 
 // kvm_wait_lapic_expire() -> __kvm_wait_lapic_expire(). Acts only when the
 // timer that expired early is the interrupt going into the guest on this
-// entry (lapic_timer_int_injected: the vector is in the vIRR / being
-// injected) and an advance is configured.
+// entry (lapic_timer_int_injected: the vector is in the vIRR with APICv; in
+// the vISR, i.e. actually injected, without it) and an advance is set.
 Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   if (!expired_tscdeadline_ || timer_advance_ns_ == 0 || !irr_timer_) return 0;
+  if (!cfg_.apicv && !vcpu_.guest_interruptible()) return 0;  // not injected on this entry
   const std::uint64_t deadline = expired_tscdeadline_;
   expired_tscdeadline_ = 0;
   const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
@@ -34,21 +35,33 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   ++(delta < 0 ? wait_stats_.early : wait_stats_.late);
   wait_stats_.delta_sum += static_cast<double>(delta);
   const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
-  // The spin is capped at one advance period (measured before tuning).
-  const std::uint64_t cap = timer_advance_cycles();
-  if (advance_adaptive_)
-    timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, virtual_tsc_khz);
-  Tsc spin = 0;
-  if (guest_tsc < deadline) {
-    // __wait_lapic_expire(): __delay(min(guest cycles, advance)) at the
-    // default ratio; ndelay() of the same span in ns when TSC is scaled.
-    const std::uint64_t guest_cycles = std::min(deadline - guest_tsc, cap);
-    spin = vcpu_.tsc().scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
+  // __wait_lapic_expire(): __delay(min(guest cycles, advance)) at the default
+  // ratio; ndelay() of the same span in ns when TSC is scaled.
+  auto spin_for = [&](std::uint64_t from_guest_tsc, std::uint64_t cap) -> Tsc {
+    if (from_guest_tsc >= deadline) return 0;
+    const std::uint64_t guest_cycles = std::min(deadline - from_guest_tsc, cap);
+    return vcpu_.tsc().scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
                                       static_cast<u128>(guest_cycles) * 1000000u / virtual_tsc_khz))
                                 : guest_cycles;
+  };
+  const Tsc overhead = costs_.wait_lapic_expire(vcpu_.rng());
+  Tsc spin = 0;
+  if (cfg_.tuning == AdvanceTuning::UntilDone) {
+    // v4.20..v5.4: spin first (capped by the advance before tuning), then tune.
+    spin = spin_for(guest_tsc, timer_advance_cycles());
+    if (advance_adaptive_ && !advance_adjust_done_)
+      timer_advance_ns_ = adjust_lapic_timer_advance_until_done(timer_advance_ns_, delta,
+                                                                virtual_tsc_khz,
+                                                                &advance_adjust_done_);
+  } else {
+    // v5.5+: tune, re-read the TSC after that work, spin exactly to the
+    // deadline, capped by the tuned advance.
+    if (advance_adaptive_)
+      timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, virtual_tsc_khz);
+    spin = spin_for(vcpu_.guest_tsc(now + overhead), timer_advance_cycles());
   }
   wait_stats_.spin_cycles += spin;
-  return spin + costs_.wait_lapic_expire(vcpu_.rng());
+  return spin + overhead;
 }
 
 // kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.

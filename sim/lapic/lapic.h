@@ -5,6 +5,7 @@
 // grows by exactly the work the path taken did.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "sim/core/dist.h"
@@ -60,6 +61,34 @@ inline std::int64_t adjust_lapic_timer_advance(std::int64_t advance_ns, std::int
   return advance_ns;
 }
 
+// The v4.20..v5.4 rule (Wanpeng Li 2018, "Tune lapic_timer_advance_ns
+// automatically"): the step is min(error ns, advance / 8); tuning stops for
+// good once an error is under 100 cycles (ADJUST_DONE); an advance above
+// 5000 ns is set to 0 and tuning stops. Returns the new advance; *done is set
+// when tuning has ended.
+inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_ADJUST_DONE = 100;  // guest cycles
+inline std::int64_t adjust_lapic_timer_advance_until_done(std::int64_t advance_ns,
+                                                          std::int64_t delta,
+                                                          std::uint64_t virtual_tsc_khz,
+                                                          bool* done) {
+  const std::int64_t mag = delta < 0 ? -delta : delta;
+  const auto ns =
+      static_cast<std::int64_t>(static_cast<std::uint64_t>(mag) * 1000000u / virtual_tsc_khz);
+  const std::int64_t step = std::min(ns, advance_ns / LAPIC_TIMER_ADVANCE_ADJUST_STEP);
+  advance_ns += delta < 0 ? -step : step;
+  if (mag < LAPIC_TIMER_ADVANCE_ADJUST_DONE) *done = true;
+  if (advance_ns > LAPIC_TIMER_ADVANCE_NS_MAX) {
+    advance_ns = 0;
+    *done = true;
+  }
+  return advance_ns;
+}
+
+// Which kernels' adaptive advance: tune_always (v5.5+: adjust, re-read the
+// TSC, spin to the deadline) or until_done (v4.20..v5.4: spin first, then
+// adjust with the rule above).
+enum class AdvanceTuning : std::uint8_t { Always, UntilDone };
+
 struct WaitLapicExpireStats {
   std::uint64_t calls = 0, early = 0, late = 0;
   double delta_sum = 0;  // guest cycles
@@ -82,6 +111,7 @@ struct LapicConfig {
   std::int64_t timer_advance_ns = 0;
   bool hv_timer_advance = true;  // vmx_set_hv_timer() subtracts the advance
   WaitLapicExpireSite wait_site = WaitLapicExpireSite::VmxVcpuRun;
+  AdvanceTuning tuning = AdvanceTuning::Always;
 };
 
 class KvmLapic : public HostHrtimer {
@@ -139,6 +169,7 @@ class KvmLapic : public HostHrtimer {
   std::uint64_t expired_tscdeadline_ = 0;  // for kvm_wait_lapic_expire()
   std::int64_t timer_advance_ns_ = 0;      // lapic_timer.timer_advance_ns
   bool advance_adaptive_ = false;          // lapic_timer_advance_dynamic
+  bool advance_adjust_done_ = false;       // lapic_timer_advance_adjust_done (until_done rule)
   WaitLapicExpireStats wait_stats_;
   int pending_ = 0;  // lapic_timer.pending
   bool hv_timer_in_use_ = false;

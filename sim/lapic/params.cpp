@@ -14,6 +14,8 @@ void declare_lapic_params(ParamRegistry& r) {
              {"vmx_vcpu_run", "vcpu_enter_guest"},
              "Where kvm_wait_lapic_expire() runs: right before the world switch (v5.3+) or at "
              "the end of vcpu_enter_guest() before vmx_vcpu_run() (earlier kernels)."});
+  r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "until_done"},
+             "Adaptive advance rule: always (v5.5+: tune by 1/8 of 100..10000-cycle errors, never stop; tune, then spin to the deadline) or until_done (v4.20..v5.4: step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop; spin, then tune)."});
   r.declare({"kvm.hv_timer_advance", ParamType::Bool, "true", "bool", {}, {}, {},
              "vmx_set_hv_timer() subtracts the advance (false = kernels before 2019)."});
   r.declare({"cost.lapic.start_hv_timer", ParamType::Dist, "150ns", "time", {}, {}, {},

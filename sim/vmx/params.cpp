@@ -27,8 +27,9 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.vmexit", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Hardware VM exit + vmx_vcpu_run() exit half (until handle_exit_irqoff)."});
   r.declare({"cost.vmx_vcpu_run", ParamType::Dist, "0ns", "time", {}, {}, {},
-             "vmx_vcpu_run() software entry half from vmx_update_hv_timer() to the "
-             "kvm_wait_lapic_expire() call (v5.3+ site); 0 = folded into cost.vmentry."});
+             "vmx_vcpu_run() software entry half (state loads, mitigations, perf MSRs) up to "
+             "vmx_update_hv_timer(), which loads the preemption timer at its end, right before "
+             "kvm_wait_lapic_expire() (v5.3+ site); 0 = folded into cost.vmentry."});
   r.declare({"cost.vmentry", ParamType::Dist, "400ns", "time", {}, {}, {},
              "VMRESUME + hardware VM entry up to the first guest instruction (plus the "
              "software entry half when cost.vmx_vcpu_run is 0)."});
