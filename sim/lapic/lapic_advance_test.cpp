@@ -66,3 +66,28 @@ TEST_CASE("adaptive advance converges on a steady exit-path length and keeps tun
   CHECK(adv >= LAPIC_TIMER_ADVANCE_NS_INIT);
   CHECK(adv <= LAPIC_TIMER_ADVANCE_NS_MAX);
 }
+
+TEST_CASE("v4.20 rule: step min(error, advance/8), stop within 100 cycles, above 5000 ns off",
+          "[lapic][advance]") {
+  bool done = false;
+  // 1600 cycles late at 2 GHz = 800 ns; advance/8 = 125 caps the step.
+  CHECK(adjust_lapic_timer_advance_until_done(1000, 1600, kKhz, &done) == 1125);
+  CHECK_FALSE(done);
+  // Small error: step = the error itself (40 ns), and tuning is over.
+  CHECK(adjust_lapic_timer_advance_until_done(1000, -80, kKhz, &done) == 960);
+  CHECK(done);
+  // Past 5000 ns the advance is switched off for good.
+  done = false;
+  CHECK(adjust_lapic_timer_advance_until_done(4900, 1600, kKhz, &done) == 0);
+  CHECK(done);
+  // Late by a steady 2850 cycles: off after a few dozen samples (T2 "before").
+  std::int64_t adv = LAPIC_TIMER_ADVANCE_NS_INIT;
+  done = false;
+  int n = 0;
+  while (!done && n < 1000) {
+    adv = adjust_lapic_timer_advance_until_done(adv, 2850, 3400000, &done);
+    ++n;
+  }
+  CHECK(adv == 0);
+  CHECK(n < 40);
+}

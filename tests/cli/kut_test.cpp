@@ -133,3 +133,11 @@ TEST_CASE("kvm-unit-tests workloads run on one vCPU only", "[kut][cli]") {
   CHECK(r2.exit_code == 2);
   CHECK(r2.output.find("unknown test 'cpuid'") != std::string::npos);
 }
+
+TEST_CASE("the exit fastpath (v5.8+) is refused with the pre-v5.3 wait site", "[kut][cli]") {
+  const auto r = run_cli(
+      "run scenarios/tscdeadline_latency.yaml --set kvm.exit_fastpath=true "
+      "--set kvm.wait_lapic_expire_site=vcpu_enter_guest -q");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("no kernel has both") != std::string::npos);
+}
