@@ -41,7 +41,7 @@ class KutGuest : public GuestVcpu {
   virtual GuestStep main_step(Tsc now) = 0;
   virtual GuestStep isr_step(int n, Tsc now) = 0;  // n = 0, 1, ...; return iret() to finish
   // Main loop: a `while (!x);` spin the handler ends by calling spin_done().
-  GuestStep spin() { return GuestStep::idle(Stage::Guest); }
+  static GuestStep spin() { return GuestStep::idle(Stage::Guest); }
   static GuestStep hlt() {
     GuestStep h{GuestStep::Kind::Exit, Stage::GuestIdle, 0};
     h.reason = ExitReason::HLT;

@@ -44,7 +44,7 @@ void Vcpu::kick(Tsc /*now*/) {
 
 // kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
 // pending or already in the (v)IRR.
-bool Vcpu::vcpu_runnable() const { return lapic_.pending() || lapic_.timer_irr(); }
+bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.timer_irr(); }
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {

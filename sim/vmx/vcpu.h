@@ -143,7 +143,9 @@ class Vcpu : public HostThread {
   [[nodiscard]] std::uint32_t preemption_timer_value() const { return preemption_timer_value_; }
   [[nodiscard]] bool in_guest_mode() const { return state_ == State::InGuest; }
   // RFLAGS.IF and not inside a handler: an injected vector is taken at entry.
-  [[nodiscard]] bool guest_interruptible() const { return guest_ && guest_->interruptible(); }
+  [[nodiscard]] bool guest_interruptible() const {
+    return guest_ != nullptr && guest_->interruptible();
+  }
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
   Rng& rng() { return pcpu_.rng(); }
   SimContext& ctx() { return pcpu_.ctx(); }
