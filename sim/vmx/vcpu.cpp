@@ -83,20 +83,14 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
     case State::Block:
       after_block(now);
       break;
-    case State::Blocked: {
-      // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup), then
-      // kvm_lapic_switch_to_hv_timer() (nothing to re-arm while pending).
-      halted_ = false;
+    case State::Blocked:
+      // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup).
       stats_.blocked_cycles += now - block_start_;
       ctx().obs.vcpu_wakeup(vcpu_id_, true,
                             static_cast<std::int64_t>(ctx().clock.cycles_to_ns(now - block_start_)),
                             now);
-      state_ = State::Wakeup;
-      Tsc cost = costs_.vcpu_wakeup(rng());
-      if (hv_timer_before_block_) cost += lapic_.switch_to_hv_timer(now);
-      pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, cost);
+      end_block(now, costs_.vcpu_wakeup(rng()));
       break;
-    }
     case State::Wakeup:
       begin_vcpu_enter_guest(now);
       break;
@@ -104,7 +98,7 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
 }
 
 void Vcpu::after_handle_exit(Tsc now) {
-  if (halted_) {
+  if (exit_reason_ == ExitReason::HLT) {  // kvm_emulate_halt(): the vCPU is halted
     vcpu_block(now);
     return;
   }
@@ -127,10 +121,7 @@ void Vcpu::vcpu_block(Tsc now) {
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
   if (vcpu_runnable()) {
-    halted_ = false;
-    state_ = State::Wakeup;
-    const Tsc cost = hv_timer_before_block_ ? lapic_.switch_to_hv_timer(now) : 0;
-    pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, cost);
+    end_block(now, 0);
     return;
   }
   ++stats_.blocks;
@@ -138,6 +129,15 @@ void Vcpu::after_block(Tsc now) {
   block_start_ = now;
   state_ = State::Blocked;
   pcpu_.run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+}
+
+// Back from kvm_vcpu_halt() (woken after `sched_cost` of getting the thread
+// running again, or without sleeping): kvm_lapic_switch_to_hv_timer(), which
+// has nothing to re-arm while the expired timer is pending.
+void Vcpu::end_block(Tsc now, Tsc sched_cost) {
+  state_ = State::Wakeup;
+  if (hv_timer_before_block_) sched_cost += lapic_.switch_to_hv_timer(now);
+  pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
 }
 
 // vcpu_enter_guest(): process requests (a pending timer is injected here),
@@ -151,14 +151,19 @@ void Vcpu::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void Vcpu::after_vcpu_enter_guest(Tsc now) {
-  if (lapic_.config().wait_site == WaitLapicExpireSite::VcpuEnterGuest) {
-    if (const Tsc spin = lapic_.wait_lapic_expire(now)) {
-      state_ = State::WaitEarly;
-      pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
-      return;
-    }
-  }
-  begin_vmx_vcpu_run(now);
+  if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, State::WaitEarly, now))
+    begin_vmx_vcpu_run(now);
+}
+
+// kvm_wait_lapic_expire() if this kernel calls it at `site`: a busy-wait
+// segment, after which run() continues from `after`. False if it did nothing.
+bool Vcpu::wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now) {
+  if (lapic_.config().wait_site != site) return false;
+  const Tsc spin = lapic_.wait_lapic_expire(now);
+  if (!spin) return false;
+  state_ = after;
+  pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+  return true;
 }
 
 // vmx_vcpu_run(): the software entry half (register and MSR state,
@@ -182,14 +187,8 @@ void Vcpu::after_vmx_vcpu_run(Tsc now) {
   if (preemption_timer_loaded_)
     preemption_timer_value_ =
         vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
-  if (lapic_.config().wait_site == WaitLapicExpireSite::VmxVcpuRun) {
-    if (const Tsc spin = lapic_.wait_lapic_expire(now)) {
-      state_ = State::WaitLate;
-      pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
-      return;
-    }
-  }
-  begin_vmentry(now);
+  if (!wait_lapic_expire_at(WaitLapicExpireSite::VmxVcpuRun, State::WaitLate, now))
+    begin_vmentry(now);
 }
 
 void Vcpu::begin_vmentry(Tsc /*now*/) {
@@ -343,7 +342,6 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
     case ExitReason::HLT:
       // kvm_emulate_halt(): the vCPU blocks after the handler returns.
       cost += costs_.handle_halt(rng());
-      halted_ = true;
       ++stats_.halts;
       break;
     default:

@@ -177,6 +177,8 @@ class Vcpu : public HostThread {
   void after_handle_exit(Tsc now);
   void vcpu_block(Tsc now);
   void after_block(Tsc now);
+  void end_block(Tsc now, Tsc sched_cost);
+  bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);
   void guest_step(Tsc now);
@@ -196,7 +198,6 @@ class Vcpu : public HostThread {
   ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
   GuestStep exit_step_;  // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
-  bool halted_ = false;  // the guest executed HLT (KVM_MP_STATE_HALTED)
   bool hv_timer_before_block_ = false;
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
