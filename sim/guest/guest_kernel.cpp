@@ -11,27 +11,23 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
       guest_tsc_khz_(guest_tsc_khz),
       rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {
   if (cfg_.hz) {
+    // The tick's phase against a workload's timers is set at boot.
     tick_.period = guest_tsc_khz_ * 1000 / cfg_.hz;
-    // The tick's phase against a workload's timers is set at boot; its own
-    // stream keeps it the same across paired runs.
-    Rng phase = vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()) + ".tick");
-    tick_phase_ = static_cast<std::uint64_t>(phase.uniform() * static_cast<double>(tick_.period));
+    tick_phase_ = boot_phase("tick", tick_.period);
   }
+  if (cfg_.watchdog_s) watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
 }
 
-Tsc GuestKernel::WatchdogTimer::fn(GuestKernel& k, Tsc now) {
+std::uint64_t GuestKernel::boot_phase(const char* timer, std::uint64_t period) const {
+  Rng phase = vcpu_.ctx().stream("guest.vcpu" + std::to_string(vcpu_.id()) + "." + timer);
+  return static_cast<std::uint64_t>(phase.uniform() * static_cast<double>(period));
+}
+
+Tsc GuestKernel::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   const std::uint64_t g = k.guest_tsc(now);
   while (expires <= g) expires += period;
   k.hrtimer_start(this, expires);
-  return k.costs().watchdog(k.rng());
-}
-
-// The periodic tick: tick_sched_timer() then hrtimer_forward() by a period.
-Tsc GuestKernel::TickTimer::fn(GuestKernel& k, Tsc now) {
-  const std::uint64_t g = k.guest_tsc(now);
-  while (expires <= g) expires += period;
-  k.hrtimer_start(this, expires);
-  return k.costs().tick(k.rng());
+  return (k.costs().*cost_)(k.rng());
 }
 
 void GuestKernel::tick_start(Tsc now) {
@@ -65,9 +61,7 @@ GuestStep GuestKernel::idle_step(Tsc now) {
       return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));  // HLT comes next
     }
   }
-  GuestStep h{GuestStep::Kind::Exit, Stage::GuestIdle, 0};
-  h.reason = ExitReason::HLT;
-  return h;
+  return GuestStep::hlt();
 }
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
@@ -114,14 +108,8 @@ GuestStep GuestKernel::step(Tsc now) {
   }
   if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s)) {
     tick_started_ = true;
-    if (cfg_.watchdog_s) {
-      // Boot-time phase from its own stream (the same across paired runs).
-      watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
-      Rng phase = vcpu_.ctx().stream("guest.vcpu" + std::to_string(vcpu_.id()) + ".watchdog");
-      hrtimer_start(&watchdog_, guest_tsc(now) + 1 +
-                                    static_cast<std::uint64_t>(
-                                        phase.uniform() * static_cast<double>(watchdog_.period)));
-    }
+    if (cfg_.watchdog_s)
+      hrtimer_start(&watchdog_, guest_tsc(now) + 1 + boot_phase("watchdog", watchdog_.period));
     if (cfg_.hz) tick_start(now);  // queues the first clockevent write
   }
   if (!kq_.empty()) {
@@ -134,11 +122,8 @@ GuestStep GuestKernel::step(Tsc now) {
     if (current_ == nullptr && cfg_.hz && !tick_running_) {
       // tick_nohz_idle_exit(): restart the tick before schedule_idle().
       need_resched_ = true;
-      tick_start(now);
-      kq_.push_front(GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_)));
-      last_ = kq_.front();
-      kq_.pop_front();
-      return last_;
+      tick_start(now);  // queues the clockevent write, which follows this step
+      return last_ = GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_));
     }
     if (current_ && !current_blocked_) runqueue_.push_back(current_);
     GuestTask* next = pick_next();

@@ -104,22 +104,26 @@ class GuestKernel : public GuestVcpu {
   void tick_start(Tsc now);  // arm the tick at the next period boundary
   void tick_stop();
 
-  class TickTimer : public GuestHrtimer {
+  // A kernel's own periodic hrtimer (tick_sched_timer, watchdog_timer_fn):
+  // its work, then hrtimer_forward() past now by whole periods.
+  class PeriodicTimer : public GuestHrtimer {
    public:
-    Tsc fn(GuestKernel& k, Tsc now) override;  // tick_sched_timer + hrtimer_forward
-    std::uint64_t period = 0;                  // guest TSC cycles
+    explicit PeriodicTimer(Sampler GuestCosts::*cost) : cost_(cost) {}
+    Tsc fn(GuestKernel& k, Tsc now) override;
+    std::uint64_t period = 0;  // guest TSC cycles
+
+   private:
+    Sampler GuestCosts::*cost_;
   };
-  class WatchdogTimer : public GuestHrtimer {
-   public:
-    Tsc fn(GuestKernel& k, Tsc now) override;  // watchdog_timer_fn + hrtimer_forward
-    std::uint64_t period = 0;                  // guest TSC cycles
-  };
+  // A boot-time phase in [0, period) from its own random stream, so paired
+  // runs see the same one.
+  [[nodiscard]] std::uint64_t boot_phase(const char* timer, std::uint64_t period) const;
 
   Vcpu& vcpu_;
   GuestCosts costs_;
   GuestConfig cfg_;
-  TickTimer tick_;
-  WatchdogTimer watchdog_;
+  PeriodicTimer tick_{&GuestCosts::tick};
+  PeriodicTimer watchdog_{&GuestCosts::watchdog};
   std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool tick_running_ = false;
   bool tick_started_ = false;

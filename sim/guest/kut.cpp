@@ -69,7 +69,7 @@ GuestStep TscdeadlineLatencyTest::main_step(Tsc now) {
     return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, exptime_);
   }
   // while (!hitmax && table_idx < size) [hlt];
-  return cfg_.hlt ? hlt() : spin();
+  return cfg_.hlt ? GuestStep::hlt() : spin();
 }
 
 GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {

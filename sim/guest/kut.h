@@ -42,11 +42,6 @@ class KutGuest : public GuestVcpu {
   virtual GuestStep isr_step(int n, Tsc now) = 0;  // n = 0, 1, ...; return iret() to finish
   // Main loop: a `while (!x);` spin the handler ends by calling spin_done().
   static GuestStep spin() { return GuestStep::idle(Stage::Guest); }
-  static GuestStep hlt() {
-    GuestStep h{GuestStep::Kind::Exit, Stage::GuestIdle, 0};
-    h.reason = ExitReason::HLT;
-    return h;
-  }
   void spin_done() { spinning_done_ = true; }
   GuestStep iret(Tsc now);  // the handler's last step
   // apic_write(APIC_EOI): x2APIC MSR write, trapped unless APICv virtualizes it.

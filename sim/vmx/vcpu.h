@@ -45,6 +45,11 @@ struct GuestStep {
     return r;
   }
   static GuestStep idle(Stage s = Stage::GuestIdle) { return {Kind::Idle, s, 0}; }
+  static GuestStep hlt() {
+    GuestStep g{Kind::Exit, Stage::GuestIdle, 0};
+    g.reason = ExitReason::HLT;
+    return g;
+  }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
     GuestStep g{Kind::Exit, Stage::Guest, 0};
     g.reason = ExitReason::MSR_WRITE;
