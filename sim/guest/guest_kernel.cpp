@@ -31,9 +31,11 @@ Tsc GuestKernel::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
 }
 
 void GuestKernel::tick_start(Tsc now) {
+  // The first tick boundary (tick_phase_ + k * period) after now: restarts
+  // stay on the same jiffy grid as the first start.
   const std::uint64_t g = guest_tsc(now);
-  std::uint64_t next = g - (g - tick_phase_ % tick_.period) % tick_.period + tick_.period;
-  if (next <= g) next += tick_.period;
+  std::uint64_t next = tick_phase_;
+  if (g >= tick_phase_) next += ((g - tick_phase_) / tick_.period + 1) * tick_.period;
   tick_running_ = true;
   hrtimer_start(&tick_, next);
 }
