@@ -185,10 +185,11 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   lcfg.tuning = p.s("kvm.lapic_timer_advance_tuning") == "until_done" ? AdvanceTuning::UntilDone
                                                                       : AdvanceTuning::Always;
   if (vmx.exit_fastpath && lcfg.wait_site == WaitLapicExpireSite::VcpuEnterGuest)
-    config_error(fmt::format("{}: key 'kvm.exit_fastpath': the exit fastpath (v5.8+) needs "
-                             "kvm.wait_lapic_expire_site: vmx_vcpu_run (moved there in v5.3); "
-                             "no kernel has both",
-                             p.origin("kvm.exit_fastpath")));
+    config_error(
+        fmt::format("{}: key 'kvm.exit_fastpath': the exit fastpath (v5.8+) needs "
+                    "kvm.wait_lapic_expire_site: vmx_vcpu_run (moved there in v5.3); "
+                    "no kernel has both",
+                    p.origin("kvm.exit_fastpath")));
 
   TscScaling tsc;
   const auto guest_khz =
@@ -391,7 +392,6 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
     mt["tscdeadline_latency.avg_cycles"] = lat.empty() ? 0 : sum / static_cast<double>(lat.size());
     mt["tscdeadline_latency.min_cycles"] = static_cast<double>(lo);
     mt["tscdeadline_latency.max_cycles"] = static_cast<double>(hi);
-    r.tscdeadline_latencies = lat;
   }
   if (auto* t = dynamic_cast<VmexitTimerTests*>(m->kut.get())) {
     for (const auto& res : t->results()) {

@@ -29,9 +29,8 @@ struct StageRow {
 struct RunResult {
   std::map<std::string, double> metrics;  // "dotted.key" -> value (sorted)
   std::optional<LatencyHistogram> histogram;
-  std::vector<std::int64_t> tscdeadline_latencies;  // cycles, tscdeadline_latency workload
-  std::vector<ExitRow> exits;                       // by count, descending
-  std::vector<StageRow> breakdown;                  // where the latency went
+  std::vector<ExitRow> exits;       // by count, descending
+  std::vector<StageRow> breakdown;  // where the latency went
   double simulated_s = 0;
 };
 

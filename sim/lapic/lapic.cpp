@@ -13,10 +13,14 @@ KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
   timer_advance_ns_ = advance_adaptive_ ? LAPIC_TIMER_ADVANCE_NS_INIT : cfg_.timer_advance_ns;
 }
 
+// vcpu->arch.virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
+std::uint64_t KvmLapic::virtual_tsc_khz() const {
+  return vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
+}
+
 std::uint64_t KvmLapic::timer_advance_cycles() const {
-  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
-  return static_cast<std::uint64_t>(static_cast<u128>(timer_advance_ns_) * virtual_tsc_khz /
-                                    1000000u);
+  const std::uint64_t guest_khz = virtual_tsc_khz();
+  return static_cast<std::uint64_t>(static_cast<u128>(timer_advance_ns_) * guest_khz / 1000000u);
 }
 
 // kvm_wait_lapic_expire() -> __kvm_wait_lapic_expire(). Acts only when the
@@ -34,14 +38,14 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   ++wait_stats_.calls;
   ++(delta < 0 ? wait_stats_.early : wait_stats_.late);
   wait_stats_.delta_sum += static_cast<double>(delta);
-  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
+  const std::uint64_t guest_khz = virtual_tsc_khz();
   // __wait_lapic_expire(): __delay(min(guest cycles, advance)) at the default
   // ratio; ndelay() of the same span in ns when TSC is scaled.
   auto spin_for = [&](std::uint64_t from_guest_tsc, std::uint64_t cap) -> Tsc {
     if (from_guest_tsc >= deadline) return 0;
     const std::uint64_t guest_cycles = std::min(deadline - from_guest_tsc, cap);
     return vcpu_.tsc().scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
-                                      static_cast<u128>(guest_cycles) * 1000000u / virtual_tsc_khz))
+                                      static_cast<u128>(guest_cycles) * 1000000u / guest_khz))
                                 : guest_cycles;
   };
   const Tsc overhead = costs_.wait_lapic_expire(vcpu_.rng());
@@ -50,14 +54,13 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
     // v4.20..v5.4: spin first (capped by the advance before tuning), then tune.
     spin = spin_for(guest_tsc, timer_advance_cycles());
     if (advance_adaptive_ && !advance_adjust_done_)
-      timer_advance_ns_ = adjust_lapic_timer_advance_until_done(timer_advance_ns_, delta,
-                                                                virtual_tsc_khz,
+      timer_advance_ns_ = adjust_lapic_timer_advance_until_done(timer_advance_ns_, delta, guest_khz,
                                                                 &advance_adjust_done_);
   } else {
     // v5.5+: tune, re-read the TSC after that work, spin exactly to the
     // deadline, capped by the tuned advance.
     if (advance_adaptive_)
-      timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, virtual_tsc_khz);
+      timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, guest_khz);
     spin = spin_for(vcpu_.guest_tsc(now + overhead), timer_advance_cycles());
   }
   wait_stats_.spin_cycles += spin;
@@ -129,11 +132,10 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
   if (!tscdeadline_) return 0;
   const TscClock& host = vcpu_.ctx().clock;
   const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
-  // virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
-  const std::uint64_t virtual_tsc_khz = vcpu_.tsc().scale(host.tsc_khz);
+  const std::uint64_t guest_khz = virtual_tsc_khz();
   const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
   const std::uint64_t ns =
-      static_cast<std::uint64_t>((static_cast<u128>(delta) * 1000000u) / virtual_tsc_khz);
+      static_cast<std::uint64_t>((static_cast<u128>(delta) * 1000000u) / guest_khz);
   const auto advance = static_cast<std::uint64_t>(timer_advance_ns_);
   Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
   if (tscdeadline_ > guest_tsc && ns > advance) {

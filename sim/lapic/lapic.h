@@ -135,6 +135,7 @@ class KvmLapic : public HostHrtimer {
   Tsc wait_lapic_expire(Tsc now);
   // nsec_to_cycles(vcpu, timer_advance_ns): the advance in guest cycles.
   [[nodiscard]] std::uint64_t timer_advance_cycles() const;
+  [[nodiscard]] std::uint64_t virtual_tsc_khz() const;
   [[nodiscard]] std::int64_t timer_advance_ns() const { return timer_advance_ns_; }
   [[nodiscard]] bool can_use_hv_timer() const { return cfg_.hv_timer_available; }
   [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
