@@ -40,6 +40,13 @@ void KutGuest::deliver_interrupt(std::uint8_t /*vector*/, Tsc /*now*/) {
   isr_n_ = 0;
 }
 
+// The guest arms its TSC deadline: observers (latency breakdown, views)
+// learn the deadline in host TSC.
+void KutGuest::arm_deadline(std::uint64_t guest_deadline) {
+  vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(),
+                              vcpu_.tsc().host_tsc_at(guest_deadline));
+}
+
 // IRET: back to the main program; a vector that became pending meanwhile is
 // taken right away (RFLAGS.IF is set again).
 GuestStep KutGuest::iret(Tsc now) {
@@ -65,7 +72,7 @@ GuestStep TscdeadlineLatencyTest::main_step(Tsc now) {
     // start_tsc_deadline_timer(): wrmsr(MSR_IA32_TSCDEADLINE, rdtsc() + delta)
     started_ = true;
     exptime_ = rdtsc(now) + cfg_.delta;
-    vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(), vcpu_.tsc().host_tsc_at(exptime_));
+    arm_deadline(exptime_);
     return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, exptime_);
   }
   // while (!hitmax && table_idx < size) [hlt];
@@ -99,8 +106,7 @@ GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {
     case 2:
       if (rearm_) {
         exptime_ = isr_now_ + cfg_.delta;
-        vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(),
-                                    vcpu_.tsc().host_tsc_at(exptime_));
+        arm_deadline(exptime_);
         return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, exptime_);
       }
       [[fallthrough]];
@@ -141,7 +147,7 @@ GuestStep VmexitTimerTests::main_step(Tsc now) {
       phase_ = immed ? Phase::AfterWrmsr : Phase::Spin;
       const std::uint64_t t = rdtsc(now);
       const std::uint64_t deadline = immed ? t : t + 3000;
-      vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(), vcpu_.tsc().host_tsc_at(deadline));
+      arm_deadline(deadline);
       return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, deadline);
     }
     case Phase::AfterWrmsr:  // the serializing nop after the write

@@ -44,6 +44,7 @@ class KutGuest : public GuestVcpu {
   static GuestStep spin() { return GuestStep::idle(Stage::Guest); }
   void spin_done() { spinning_done_ = true; }
   GuestStep iret(Tsc now);  // the handler's last step
+  void arm_deadline(std::uint64_t guest_deadline);
   // apic_write(APIC_EOI): x2APIC MSR write, trapped unless APICv virtualizes it.
   [[nodiscard]] bool eoi_exits() const { return !vcpu_.lapic().config().apicv; }
   void done() {
