@@ -243,8 +243,13 @@ void PerfettoObserver::on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) {
 void PerfettoObserver::on_vmentry(int vcpu, int pcpu, Tsc t) {
   if (past_limit(t)) return;
   set_vcpu_mode(vcpu, VcpuMode::Guest, t);
+  vcpu_instant(vcpu, pcpu, "kvm_entry", t);
+}
+
+// An instant on the vCPU's mode track, tagged with the pCPU it ran on.
+void PerfettoObserver::vcpu_instant(int vcpu, int pcpu, const char* name, Tsc t) {
   const int pid = kVcpuPidBase + vcpu;
-  begin_event('i', "kvm_entry", "vmx", pid, pid, ns(t));
+  begin_event('i', name, "vmx", pid, pid, ns(t));
   fmt::format_to(std::back_inserter(buf_), R"(,"s":"t","args":{{"pcpu":{}}})", pcpu);
   end_event();
 }
@@ -322,10 +327,7 @@ void PerfettoObserver::on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t
 void PerfettoObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {
   if (past_limit(t)) return;
   set_vcpu_mode(vcpu, VcpuMode::Halted, t);
-  const int pid = kVcpuPidBase + vcpu;
-  begin_event('i', "kvm_vcpu_block", "vmx", pid, pid, ns(t));
-  fmt::format_to(std::back_inserter(buf_), R"(,"s":"t","args":{{"pcpu":{}}})", pcpu);
-  end_event();
+  vcpu_instant(vcpu, pcpu, "kvm_vcpu_block", t);
 }
 
 void PerfettoObserver::on_vcpu_wakeup(int vcpu, bool waited, std::int64_t wait_ns, Tsc t) {

@@ -108,6 +108,7 @@ class PerfettoObserver : public ModelObserver {
   [[nodiscard]] std::int64_t last_segment_mid_ns(const PcpuState& p) const;
 
   // Event writing (one reused buffer, flushed to the file in large blocks).
+  void vcpu_instant(int vcpu, int pcpu, const char* name, Tsc t);
   void begin_event(char ph, std::string_view name, std::string_view cat, int pid, int tid,
                    std::uint64_t ts_ns);
   void put_dur(std::uint64_t dur_ns);
