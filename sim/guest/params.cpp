@@ -1,4 +1,5 @@
 // Guest kernel and workloads.
+#include "sim/guest/workload.h"
 #include "sim/model_params.h"
 
 namespace kvmsim {
@@ -12,11 +13,14 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
              "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
              "0 = none (nohz_full vCPU running one task, as RT guests do)."});
-  r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {},
-             {"cyclictest", "tscdeadline_latency", "vmexit", "busy"},
-             "Guest workload: cyclictest in a Linux guest, a CPU-bound task (busy: sysbench "
-             "--test=cpu, runs for sim.max_simulated_s), or the kvm-unit-tests programs "
-             "x86/tscdeadline_latency and x86/vmexit (timer tests)."});
+  {
+    // The registered workloads (sim/guest/*_workload.cpp) are the choices.
+    const auto& reg = WorkloadRegistry::instance();
+    std::string doc = "Guest workload:";
+    for (const auto& [name, info] : reg.all()) doc += " " + name + " (" + info.doc + ");";
+    doc.back() = '.';
+    r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {}, reg.names(), doc});
+  }
   r.declare({"tscdeadline_latency.delta", ParamType::Int, "200000", "cycles", 1000, 1e12, {},
              "tscdeadline_latency argv[1]: guest TSC cycles from one interrupt to the next deadline."});
   r.declare({"tscdeadline_latency.size", ParamType::Int, "10000", "count", 1, 1e9, {},

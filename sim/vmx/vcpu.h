@@ -138,6 +138,7 @@ class Vcpu : public HostThread {
   [[nodiscard]] int vm_id() const { return vm_id_; }
   Pcpu& pcpu() { return pcpu_; }
   KvmLapic& lapic() { return lapic_; }
+  [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
   [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const { return tsc_.read_l1_tsc(host); }
