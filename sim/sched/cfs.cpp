@@ -71,8 +71,7 @@ CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns
   t.wakeup_granularity = clock.ns_to_cycles(wakeup_granularity_ns * f);
   t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
   // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
-  t.nr_latency =
-      static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
+  t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
   return t;
 }
 
@@ -83,7 +82,8 @@ CpuMask CpuMask::of(const std::vector<int>& cpus) {
   m.all_ = false;
   for (int c : cpus) {
     if (c < 0) throw std::out_of_range("cpu " + std::to_string(c) + " in an affinity mask");
-    if (static_cast<std::size_t>(c) >= m.bits_.size()) m.bits_.resize(static_cast<std::size_t>(c) + 1);
+    if (static_cast<std::size_t>(c) >= m.bits_.size())
+      m.bits_.resize(static_cast<std::size_t>(c) + 1);
     m.bits_[static_cast<std::size_t>(c)] = true;
   }
   return m;

@@ -72,12 +72,12 @@ struct SchedEntity {
   // vruntime is signed: while off a queue after migration it is relative to
   // the old queue's min_vruntime and may be negative (the kernel wraps a u64).
   std::int64_t vruntime = 0;
-  Tsc sum_exec_runtime = 0;       // CPU time received (update_curr)
-  Tsc prev_sum_exec_runtime = 0;  // sum_exec_runtime when last picked (slice start)
-  Tsc exec_start = 0;             // last time its runtime was accounted, while current
-  bool on_rq = false;             // runnable: queued or current
-  int cpu = -1;                   // run queue it is on or last ran on; -1 before the first enqueue
-  bool fresh = true;              // never enqueued yet: placed with START_DEBIT
+  Tsc sum_exec_runtime = 0;        // CPU time received (update_curr)
+  Tsc prev_sum_exec_runtime = 0;   // sum_exec_runtime when last picked (slice start)
+  Tsc exec_start = 0;              // last time its runtime was accounted, while current
+  bool on_rq = false;              // runnable: queued or current
+  int cpu = -1;                    // run queue it is on or last ran on; -1 before the first enqueue
+  bool fresh = true;               // never enqueued yet: placed with START_DEBIT
   bool vruntime_relative = false;  // dequeued without kDequeueSleep: relative to that min_vruntime
 
   // sched_info: time runnable but not running (the steal time a vCPU sees).
@@ -96,7 +96,11 @@ struct SchedEntity {
 // enqueue_entity() flags. Wakeup: the entity was sleeping (ENQUEUE_WAKEUP,
 // gets sleeper credit); Migrated: its vruntime is relative (ENQUEUE_MIGRATED);
 // None: a new task or a task moved between queues.
-enum EnqueueFlags : unsigned { kEnqueueNone = 0, kEnqueueWakeup = 1u << 0, kEnqueueMigrated = 1u << 1 };
+enum EnqueueFlags : unsigned {
+  kEnqueueNone = 0,
+  kEnqueueWakeup = 1u << 0,
+  kEnqueueMigrated = 1u << 1
+};
 // dequeue_entity() flags. Sleep: the entity blocks (DEQUEUE_SLEEP; vruntime
 // stays absolute); None: it leaves for another queue (vruntime made relative).
 enum DequeueFlags : unsigned { kDequeueNone = 0, kDequeueSleep = 1u << 0 };
@@ -144,7 +148,7 @@ class CfsRq {
   // Queued entities, leftmost first (the current one excluded).
   [[nodiscard]] std::vector<SchedEntity*> queued() const { return {tree_.begin(), tree_.end()}; }
   [[nodiscard]] unsigned nr_running() const { return nr_running_; }  // includes curr if on_rq
-  [[nodiscard]] std::uint64_t load() const { return load_; }          // sum of weights, incl. curr
+  [[nodiscard]] std::uint64_t load() const { return load_; }         // sum of weights, incl. curr
   [[nodiscard]] std::int64_t min_vruntime() const { return min_vruntime_; }
   [[nodiscard]] bool idle() const { return curr_ == nullptr && nr_running_ == 0; }
   [[nodiscard]] const CfsTunables& tunables() const { return *t_; }

@@ -128,8 +128,8 @@ TEST_CASE("cfs: nice 0 and nice 5 share the CPU as 1024 : 335", "[cfs]") {
   es.emplace_back(0, 0);
   es.emplace_back(1, 5);
   run_cpu_bound(rq, es, 10000 * kMs, 0);
-  const double ratio = static_cast<double>(es[0].sum_exec_runtime) /
-                       static_cast<double>(es[1].sum_exec_runtime);
+  const double ratio =
+      static_cast<double>(es[0].sum_exec_runtime) / static_cast<double>(es[1].sum_exec_runtime);
   CHECK(ratio == Approx(1024.0 / 335.0).epsilon(0.01));
   // Equal vruntime progress is what makes it fair.
   CHECK(std::abs(es[0].vruntime - es[1].vruntime) < static_cast<std::int64_t>(6 * kMs));

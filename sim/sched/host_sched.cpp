@@ -39,11 +39,10 @@ HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunabl
 
 CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& clock, int ncpus) {
   auto ns = [&](const char* key) { return static_cast<std::uint64_t>(p.i(key)); };
-  return CfsTunables::from_ns(clock, ns("host.sched_latency_ns"),
-                              ns("host.sched_min_granularity_ns"),
-                              ns("host.sched_wakeup_granularity_ns"),
-                              ns("host.sched_migration_cost_ns"),
-                              parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
+  return CfsTunables::from_ns(
+      clock, ns("host.sched_latency_ns"), ns("host.sched_min_granularity_ns"),
+      ns("host.sched_wakeup_granularity_ns"), ns("host.sched_migration_cost_ns"),
+      parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
 }
 
 int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const {
@@ -133,8 +132,7 @@ void HostScheduler::enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
 void HostScheduler::dequeue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
   CfsRq& r = rq_mut(cpu);
   if (!se.on_rq || se.cpu != cpu)
-    throw std::logic_error("dequeue: entity " + std::to_string(se.id) + " not on " +
-                           cpu_text(cpu));
+    throw std::logic_error("dequeue: entity " + std::to_string(se.id) + " not on " + cpu_text(cpu));
   r.dequeue_entity(se, now, flags);
   if (r.curr() == &se) need_resched_[static_cast<std::size_t>(cpu)] = true;
 }
@@ -189,8 +187,7 @@ SchedEntity* HostScheduler::detachable(const CfsRq& src, int dst_cpu, Tsc now) c
     if (!e->allowed.test(dst_cpu)) continue;
     const bool hot = cost > 0 && e->pcount > 0 && now < e->exec_start + cost;
     if (hot) continue;
-    if (best == nullptr ||
-        std::tie(e->exec_start, e->id) < std::tie(best->exec_start, best->id))
+    if (best == nullptr || std::tie(e->exec_start, e->id) < std::tie(best->exec_start, best->id))
       best = e;
   }
   return best;

@@ -135,7 +135,7 @@ class HostScheduler {
   std::vector<CfsRq> rqs_;
   std::vector<bool> need_resched_;
   std::vector<std::vector<std::vector<int>>> domains_;  // per cpu: spans, smallest first
-  std::vector<std::vector<int>> smt_, llc_;              // per cpu: smt_span, llc_span
+  std::vector<std::vector<int>> smt_, llc_;             // per cpu: smt_span, llc_span
   SchedCounters counters_;
 };
 

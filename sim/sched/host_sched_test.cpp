@@ -204,7 +204,7 @@ TEST_CASE("sched: wake-up, preemption and migration counters", "[sched]") {
   // Sleeps 100 ms; wakes with credit, leads the hog by > wakeup_gran: preempts.
   const Tsc wake = 104 * kMs;
   CHECK(s.select_task_rq(sleeper, sleeper.cpu, -1) == 1);  // prev busy, cpu 1 idle
-  s.enqueue(0, sleeper, wake, kEnqueueWakeup);  // the pCPU may still choose prev
+  s.enqueue(0, sleeper, wake, kEnqueueWakeup);             // the pCPU may still choose prev
   CHECK(s.wakeup_preempts(0, sleeper, wake));
   CHECK(s.wakeup_preempts(0, sleeper, wake));  // already pending: not counted twice
   CHECK(s.counters().wakeup_preemptions == 1);
@@ -282,8 +282,8 @@ std::vector<std::pair<int, int>> random_host(std::uint32_t seed, bool check) {
         // Normalisation bugs show up as vruntimes seconds away from the
         // queue's (min_vruntime grows by ~1 s per simulated second); a nice 5
         // entity running 30 ms between two sparse ticks is 100 ms ahead legitimately.
-        INFO("entity " << e->id << " nice " << e->nice << " vruntime " << e->vruntime
-                       << " min " << rq.min_vruntime() << " at " << now);
+        INFO("entity " << e->id << " nice " << e->nice << " vruntime " << e->vruntime << " min "
+                       << rq.min_vruntime() << " at " << now);
         REQUIRE(std::abs(e->vruntime - rq.min_vruntime()) < static_cast<std::int64_t>(400 * kMs));
       };
       for (const SchedEntity* e : rq.queued()) count(e);

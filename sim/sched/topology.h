@@ -24,7 +24,7 @@ class Topology {
   [[nodiscard]] int cpus() const { return static_cast<int>(cpu_vertex_.size()); }
   [[nodiscard]] int sockets() const { return sockets_; }
   [[nodiscard]] int socket_of(int cpu) const;
-  [[nodiscard]] int core_of(int cpu) const;  // machine-wide core number
+  [[nodiscard]] int core_of(int cpu) const;                // machine-wide core number
   [[nodiscard]] std::vector<int> siblings(int cpu) const;  // SMT siblings, excluding cpu
   // Scheduling-domain spans, ascending, including cpu itself (the kernel's
   // cpu_smt_mask / cpu_coregroup_mask / cpu_online_mask). The last-level
