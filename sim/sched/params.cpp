@@ -25,6 +25,34 @@ void declare_sched_params(ParamRegistry& r) {
              "it runs at the next irq_exit there."});
   r.declare({"noise.softirq.duration", ParamType::Dist, "5us", "time", {}, {}, {},
              "Run time of one deferred work item."});
+  // CFS of v4.x-v5.x (sim/sched/cfs.h); EEVDF (v6.6+) is not modelled. The
+  // values are the kernel's normalized_sysctl_* bases; the effective value,
+  // which /proc/sys/kernel/sched_*_ns shows, is base x the scaling factor.
+  r.declare({"host.sched_latency_ns", ParamType::Int, "6000000", "ns", 100000, 1000000000, {},
+             "CFS targeted preemption latency (the period shared by up to sched_nr_latency "
+             "tasks), before host.sched_tunable_scaling: normalized_sysctl_sched_latency; "
+             "/proc/sys/kernel/sched_latency_ns (debugfs sched/latency_ns on v5.13+) shows "
+             "the scaled value, e.g. 24 ms on 8+ CPUs. CFS of v4.x-v5.x only, not EEVDF."});
+  r.declare({"host.sched_min_granularity_ns", ParamType::Int, "750000", "ns", 100000, 1000000000,
+             {},
+             "CFS minimum slice before tick preemption, and per-task period share above "
+             "sched_nr_latency tasks, before scaling; /proc/sys/kernel/sched_min_granularity_ns "
+             "(debugfs sched/min_granularity_ns on v5.13+). CFS of v4.x-v5.x only."});
+  r.declare({"host.sched_wakeup_granularity_ns", ParamType::Int, "1000000", "ns", 0, 1000000000,
+             {},
+             "CFS wake-up preemption: a woken task preempts only if its vruntime lead exceeds "
+             "this (scaled by its weight), before scaling; "
+             "/proc/sys/kernel/sched_wakeup_granularity_ns (debugfs sched/wakeup_granularity_ns "
+             "on v5.13+). CFS of v4.x-v5.x only."});
+  r.declare({"host.sched_tunable_scaling", ParamType::String, "log", "", {}, {},
+             {"none", "log", "linear"},
+             "How the three CFS granularities grow with the CPU count (cpus capped at 8): none "
+             "x1, log x(1 + ilog2(cpus)), linear x cpus; /proc/sys/kernel/sched_tunable_scaling "
+             "(debugfs sched/tunable_scaling on v5.13+), 0/1/2."});
+  r.declare({"host.sched_migration_cost_ns", ParamType::Int, "500000", "ns", 0, 1000000000, {},
+             "A task that ran within this long is cache hot and not pulled by idle balancing "
+             "(task_hot(); 0 = never hot); /proc/sys/kernel/sched_migration_cost_ns (debugfs "
+             "sched/migration_cost_ns on v5.13+). Not scaled."});
 }
 
 }  // namespace kvmsim
