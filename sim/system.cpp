@@ -10,6 +10,7 @@
 
 #include "sim/guest/workload.h"
 #include "sim/sched/host.h"
+#include "sim/sched/host_task.h"
 #include "sim/trace/trace_observer.h"
 #include "sim/views/perfetto_observer.h"
 #include "sim/views/vcd_observer.h"
@@ -20,32 +21,54 @@ namespace {
 
 [[noreturn]] void config_error(const std::string& msg) { throw ScenarioError(msg); }
 
-// The pCPU of every vCPU thread (VM-major): vm.pinning, else host.isolcpus,
-// one pCPU each (shared pCPUs need the host scheduler).
-std::vector<int> vcpu_placement(const ParamSet& p, const Topology& topo, int nvcpus) {
-  std::vector<std::int64_t> pin = p.ints("vm.pinning");
-  if (pin.empty()) pin = p.ints("host.isolcpus");
-  if (static_cast<int>(pin.size()) < nvcpus)
-    config_error(
-        fmt::format("{}: key 'vm.pinning': {} vCPUs need a pCPU each, only {} given "
-                    "(vm.pinning or host.isolcpus); shared pCPUs need the host scheduler, "
-                    "not modelled yet",
-                    p.origin("vm.pinning"), nvcpus, pin.size()));
-  std::vector<int> cpus;
-  for (int i = 0; i < nvcpus; ++i) {
-    const auto c = pin[static_cast<std::size_t>(i)];
+// Where every vCPU thread (VM-major) starts and may run: vm.pinning (one pCPU
+// each, taskset -c; several vCPUs may share one), else vm.affinity (all
+// threads unpinned over that set, started round-robin), else host.isolcpus
+// as one pinned pCPU per vCPU.
+struct Placement {
+  std::vector<int> start;
+  std::vector<CpuMask> allowed;
+};
+Placement vcpu_placement(const ParamSet& p, const Topology& topo, int nvcpus) {
+  const auto check = [&](const char* key, std::int64_t c) {
     if (c >= topo.cpus())
-      config_error(fmt::format("{}: key 'vm.pinning': pCPU {} does not exist ({} pCPUs)",
-                               p.origin("vm.pinning"), c, topo.cpus()));
-    for (int j = 0; j < i; ++j)
-      if (pin[static_cast<std::size_t>(j)] == c)
-        config_error(
-            fmt::format("{}: key 'vm.pinning': pCPU {} given to two vCPUs; shared pCPUs "
-                        "need the host scheduler, not modelled yet",
-                        p.origin("vm.pinning"), c));
-    cpus.push_back(static_cast<int>(c));
+      config_error(fmt::format("{}: key '{}': pCPU {} does not exist ({} pCPUs)", p.origin(key),
+                               key, c, topo.cpus()));
+  };
+  Placement pl;
+  const auto& pin = p.ints("vm.pinning");
+  const auto& aff = p.ints("vm.affinity");
+  if (!pin.empty() && !aff.empty())
+    config_error(fmt::format("{}: key 'vm.affinity': set either vm.pinning (one pCPU per vCPU) "
+                             "or vm.affinity (a set shared by all vCPUs), not both",
+                             p.origin("vm.affinity")));
+  if (!aff.empty()) {
+    std::vector<int> set;
+    for (auto c : aff) {
+      check("vm.affinity", c);
+      set.push_back(static_cast<int>(c));
+    }
+    for (int i = 0; i < nvcpus; ++i) {
+      pl.start.push_back(set[static_cast<std::size_t>(i) % set.size()]);
+      pl.allowed.push_back(CpuMask::of(set));
+    }
+    return pl;
   }
-  return cpus;
+  const bool from_pin = !pin.empty();
+  const auto& list = from_pin ? pin : p.ints("host.isolcpus");
+  const char* key = from_pin ? "vm.pinning" : "host.isolcpus";
+  if (static_cast<int>(list.size()) < nvcpus)
+    config_error(fmt::format(
+        "{}: key '{}': {} vCPUs need a pCPU each, only {} given (list one pCPU per vCPU in "
+        "vm.pinning, repeating pCPUs to share them, or give vm.affinity)",
+        p.origin(key), key, nvcpus, list.size()));
+  for (int i = 0; i < nvcpus; ++i) {
+    const auto c = list[static_cast<std::size_t>(i)];
+    check(key, c);
+    pl.start.push_back(static_cast<int>(c));
+    pl.allowed.push_back(CpuMask::only(static_cast<int>(c)));
+  }
+  return pl;
 }
 
 }  // namespace
@@ -86,7 +109,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   host_ = std::make_unique<Host>(p, ctx_);
   const int nvms = static_cast<int>(p.i("vm.count"));
   vcpus_per_vm_ = static_cast<int>(p.i("vm.vcpus"));
-  const std::vector<int> place = vcpu_placement(p, host_->topology(), nvms * vcpus_per_vm_);
+  const Placement place = vcpu_placement(p, host_->topology(), nvms * vcpus_per_vm_);
   const VmConfig vm_cfg = vm_config(p, ctx_.clock);
 
   const std::string& type = p.s("workload.type");
@@ -103,13 +126,19 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   }
 
   for (int vm = 0; vm < nvms; ++vm) {
-    vms_.push_back(std::make_unique<Vm>(vm, vm * vcpus_per_vm_, vcpus_per_vm_, vm_cfg,
-                                        [&](int vcpu) -> Pcpu& {
-                                          return host_->pcpu(place[static_cast<std::size_t>(vcpu)]);
-                                        }));
-    for (const auto& v : vms_.back()->vcpus()) vcpus_.push_back(v.get());
+    vms_.push_back(std::make_unique<Vm>(
+        vm, vm * vcpus_per_vm_, vcpus_per_vm_, vm_cfg, [&](int vcpu) {
+          const auto i = static_cast<std::size_t>(vcpu);
+          return std::make_pair(&host_->pcpu(place.start[i]), place.allowed[i]);
+        }));
+    for (const auto& v : vms_.back()->vcpus()) {
+      vcpus_.push_back(v.get());
+      host_->add_thread(v.get());
+    }
   }
   workload_->build(*this);
+  host_tasks_ = make_host_tasks(p, *host_);
+  host_->finalize();
 
   metric_sources_.push_back(host_.get());
   vcpu_metrics_ = std::make_unique<VcpuMetrics>(vcpus_, workload_->measuring_vcpu());
@@ -163,6 +192,7 @@ void System::stop() {
 RunResult System::run() {
   const TscClock& clk = ctx_.clock;
   for (auto* v : vcpus_) v->start();
+  for (auto& t : host_tasks_) t->start(*host_);
   const auto wall0 = std::chrono::steady_clock::now();
   sc_core::sc_start(cycles(clk.from_ns(p_.d("sim.max_simulated_s") * 1e9)));
   const double wall_s =
@@ -171,6 +201,7 @@ RunResult System::run() {
 
   RunResult r;
   const Tsc end = now_tsc();
+  host_->account_to(end);
   r.completed = stopped_;
   r.simulated_s = clk.to_s(static_cast<double>(end));
   auto& mt = r.metrics;

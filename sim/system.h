@@ -97,6 +97,7 @@ class System {
   std::vector<Vcpu*> vcpus_;
   int vcpus_per_vm_ = 0;
   std::unique_ptr<Workload> workload_;
+  std::vector<std::unique_ptr<class HostTask>> host_tasks_;
   std::vector<const MetricSource*> metric_sources_;
   std::vector<std::unique_ptr<ModelObserver>> owned_observers_;
   std::unique_ptr<MetricSource> vcpu_metrics_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/core/stage.h"
@@ -37,6 +38,16 @@ class ModelObserver {
   virtual void on_apic_accept_irq(int /*vcpu*/, std::uint8_t /*vector*/, Tsc /*t*/) {}
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {}
+  // The host scheduler (sched_switch, sched_wakeup, sched_migrate_task);
+  // pid 0 is the idle task (swapper/N), prio is 120 + nice.
+  virtual void on_sched_switch(int /*pcpu*/, const std::string& /*prev_comm*/, int /*prev_pid*/,
+                               int /*prev_prio*/, bool /*prev_runnable*/,
+                               const std::string& /*next_comm*/, int /*next_pid*/,
+                               int /*next_prio*/, Tsc /*t*/) {}
+  virtual void on_sched_wakeup(int /*waker_pcpu*/, const std::string& /*comm*/, int /*pid*/,
+                               int /*prio*/, int /*target_pcpu*/, Tsc /*t*/) {}
+  virtual void on_sched_migrate(const std::string& /*comm*/, int /*pid*/, int /*prio*/,
+                                int /*orig_pcpu*/, int /*dest_pcpu*/, Tsc /*t*/) {}
 };
 
 class Observers {
@@ -76,6 +87,16 @@ class Observers {
   }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);
+  }
+  void sched_switch(int pcpu, const std::string& pc, int pp, int ppr, bool prun,
+                    const std::string& nc, int np, int npr, Tsc t) const {
+    for (auto* o : list_) o->on_sched_switch(pcpu, pc, pp, ppr, prun, nc, np, npr, t);
+  }
+  void sched_wakeup(int waker, const std::string& c, int pid, int prio, int target, Tsc t) const {
+    for (auto* o : list_) o->on_sched_wakeup(waker, c, pid, prio, target, t);
+  }
+  void sched_migrate(const std::string& c, int pid, int prio, int from, int to, Tsc t) const {
+    for (auto* o : list_) o->on_sched_migrate(c, pid, prio, from, to, t);
   }
 
  private:

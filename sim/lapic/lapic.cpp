@@ -67,6 +67,10 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   return spin + overhead;
 }
 
+void KvmLapic::migrate_timer(Pcpu& cpu) {
+  if (queued()) cpu.hrtimers().start(this, expires());
+}
+
 // kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.
 Tsc KvmLapic::set_tscdeadline_msr(std::uint64_t data, Tsc now) {
   Tsc cost = 0;

@@ -141,6 +141,9 @@ class KvmLapic : public HostHrtimer {
   [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
   Tsc eoi();  // apic_set_eoi() of a trapped EOI write
 
+  // __kvm_migrate_apic_timer(): an armed hrtimer moves to the pCPU the vCPU
+  // thread now runs on (hrtimer_start_expires there).
+  void migrate_timer(Pcpu& cpu);
   // The hrtimer function: apic_timer_fn(), in host hard-IRQ context.
   Tsc fn(Pcpu& cpu, Tsc now) override;
 

@@ -53,6 +53,26 @@ void declare_sched_params(ParamRegistry& r) {
              "A task that ran within this long is cache hot and not pulled by idle balancing "
              "(task_hot(); 0 = never hot); /proc/sys/kernel/sched_migration_cost_ns (debugfs "
              "sched/migration_cost_ns on v5.13+). Not scaled."});
+  r.declare({"cost.host.context_switch", ParamType::Dist, "1500ns", "time", {}, {}, {},
+             "Host __schedule() + context_switch() between two threads (switches to and from "
+             "the idle task are in the sleeping / waking thread's own costs)."});
+  r.declare({"cost.host.ipi_latency", ParamType::Dist, "500ns", "time", {}, {}, {},
+             "From the sender's ICR write to the interrupt on the target pCPU (a host IPI)."});
+  r.declare({"cost.host.scheduler_ipi", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "RESCHEDULE_VECTOR handler scheduler_ipi() (plus sched_ttwu_pending)."});
+  r.declare({"host.hog.count", ParamType::Int, "0", "count", 0, 4096, {},
+             "CPU-bound host processes (a while(1) loop, stress-ng --cpu) under the fair "
+             "scheduler."});
+  r.declare({"host.hog.affinity", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+             "pCPUs the host CPU hogs may run on; empty = all pCPUs."});
+  r.declare({"host.hog.nice", ParamType::Int, "0", "nice", -20, 19, {},
+             "Nice value of the host CPU hogs (weight from sched_prio_to_weight)."});
+  r.declare({"host.kworker.cpus", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+             "One periodic per-CPU kworker pinned to each listed pCPU (vmstat_update-like work)."});
+  r.declare({"host.kworker.period_us", ParamType::Int, "1000", "us", 10, 1e9, {},
+             "Period of the kworkers' timer (a host hrtimer waking them)."});
+  r.declare({"cost.host.kworker", ParamType::Dist, "20us", "time", {}, {}, {},
+             "Work of one kworker run before it sleeps again."});
 }
 
 }  // namespace kvmsim

@@ -19,7 +19,16 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
-             "pCPU of each vCPU (VM-major order); empty = the isolated pCPUs in order."});
+             "pCPU each vCPU thread is pinned to (VM-major order; a pCPU may repeat: the vCPUs "
+             "then share it under the host scheduler); empty = vm.affinity, else the isolated "
+             "pCPUs in order."});
+  r.declare({"vm.affinity", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+             "pCPUs every vCPU thread may run on (taskset of the whole VM, unpinned threads "
+             "placed by the host scheduler); empty = use vm.pinning."});
+  r.declare({"kvm.steal_time_preempted_on_block", ParamType::Bool, "true", "bool", {}, {}, {},
+             "Kernel-version switch (not a module parameter): kvm_arch_vcpu_put() marks "
+             "KVM_VCPU_PREEMPTED on every put, a halted vCPU included (v4.16..v5.18); false = "
+             "only when preempted while runnable (v5.19+)."});
   r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
              "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
   r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},

@@ -1,13 +1,15 @@
 #include "sim/vmx/vcpu.h"
 
+#include "sim/sched/host.h"
+
 namespace kvmsim {
 
-Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx,
+Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, VcpuCosts costs, VmxConfig vmx,
            LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
-    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id),
+    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, 0, std::move(allowed)),
       vcpu_id_(vcpu_id),
       vm_id_(vm_id),
-      pcpu_(pcpu),
+      pcpu_(&pcpu),
       costs_(std::move(costs)),
       vmx_(vmx),
       tsc_(tsc),
@@ -15,7 +17,39 @@ Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx,
 
 void Vcpu::start() {
   state_ = State::EnterGuest;
-  pcpu_.set_thread(this);
+  pcpu_->host().start_thread(this, pcpu_->id(), now_tsc());
+}
+
+// kvm_sched_out(): preempted while still runnable -> vcpu->preempted; then
+// kvm_arch_vcpu_put() -> kvm_steal_time_set_preempted().
+void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
+  if (preempted) {
+    preempted_ = true;
+    ++stats_.preemptions;
+  }
+  if (preempted || vmx_.preempted_on_block) st_preempted_ |= KVM_VCPU_PREEMPTED;
+}
+
+// kvm_sched_in() -> kvm_arch_vcpu_load(): on another pCPU the LAPIC hrtimer
+// follows (__kvm_migrate_apic_timer); the steal time is updated before the
+// next entry (KVM_REQ_STEAL_UPDATE).
+void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
+  preempted_ = false;
+  if (&cpu != pcpu_) {
+    pcpu_ = &cpu;
+    lapic_.migrate_timer(cpu);
+  }
+  steal_update_ = true;
+}
+
+// record_steal_time(): the run delay since the last report goes into the
+// guest's steal-time area, and `preempted` is cleared (xchg) for the guest.
+void Vcpu::record_steal_time(Tsc now) {
+  steal_update_ = false;
+  const Tsc delay = se().run_delay_at(now);
+  stats_.steal_cycles += delay - steal_recorded_;
+  steal_recorded_ = delay;
+  st_preempted_ = 0;
 }
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
@@ -38,8 +72,14 @@ bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired
 // apic_timer_fn runs here in root mode. A running vCPU sees the pending
 // request before its next entry (no IPI needed); a blocked one is woken
 // (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt returns.
-void Vcpu::kick(Tsc /*now*/) {
-  if (state_ == State::Blocked) pcpu_.wake_current();
+void Vcpu::kick(Tsc now, int from_cpu) {
+  if (state_ == State::Blocked) {
+    if (pcpu_->host().wake_up(this, from_cpu, now)) ++stats_.kicks;
+  } else if (state_ == State::InGuest && pcpu_->id() != from_cpu &&
+             pcpu_->current() == this) {
+    ++stats_.kicks;
+    pcpu_->send_reschedule_ipi(now);  // smp_send_reschedule(): forces a VM exit
+  }
 }
 
 // kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
@@ -74,7 +114,7 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       break;
     case State::HostIrq: {
       state_ = State::HandleExit;
-      pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+      pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
       break;
     }
     case State::HandleExit:
@@ -92,6 +132,7 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       end_block(now, costs_.vcpu_wakeup(rng()));
       break;
     case State::Wakeup:
+    case State::Preempted:
       begin_vcpu_enter_guest(now);
       break;
   }
@@ -100,6 +141,12 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
 void Vcpu::after_handle_exit(Tsc now) {
   if (exit_reason_ == ExitReason::HLT) {  // kvm_emulate_halt(): the vCPU is halted
     vcpu_block(now);
+    return;
+  }
+  // The vcpu_run() loop: need_resched -> schedule() (cond_resched(), or
+  // xfer_to_guest_mode_handle_work() since v5.11) before the next entry.
+  if (pcpu_->preempt_point(now)) {
+    state_ = State::Preempted;
     return;
   }
   begin_vcpu_enter_guest(now);
@@ -114,7 +161,7 @@ void Vcpu::vcpu_block(Tsc now) {
   Tsc cost = costs_.vcpu_block(rng());
   if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
   state_ = State::Block;
-  pcpu_.run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
+  pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
 }
 
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
@@ -125,10 +172,10 @@ void Vcpu::after_block(Tsc now) {
     return;
   }
   ++stats_.blocks;
-  ctx().obs.vcpu_block(vcpu_id_, pcpu_.id(), now);
+  ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
   block_start_ = now;
   state_ = State::Blocked;
-  pcpu_.run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+  pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
 }
 
 // Back from kvm_vcpu_halt() (woken after `sched_cost` of getting the thread
@@ -137,16 +184,17 @@ void Vcpu::after_block(Tsc now) {
 void Vcpu::end_block(Tsc now, Tsc sched_cost) {
   state_ = State::Wakeup;
   if (hv_timer_before_block_) sched_cost += lapic_.switch_to_hv_timer(now);
-  pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
+  pcpu_->run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
 }
 
 // vcpu_enter_guest(): process requests (a pending timer is injected here),
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
+  if (steal_update_) record_steal_time(now);
   Tsc cost = costs_.vcpu_enter_guest(rng());
   cost += lapic_.inject_pending_timer_irqs(now);
-  pcpu_.run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
+  pcpu_->run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
 }
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
@@ -162,7 +210,7 @@ bool Vcpu::wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now) 
   const Tsc spin = lapic_.wait_lapic_expire(now);
   if (!spin) return false;
   state_ = after;
-  pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+  pcpu_->run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
   return true;
 }
 
@@ -171,7 +219,7 @@ bool Vcpu::wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now) 
 void Vcpu::begin_vmx_vcpu_run(Tsc now) {
   if (const Tsc c = costs_.vmx_vcpu_run(rng())) {
     state_ = State::VmxVcpuRun;
-    pcpu_.run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
+    pcpu_->run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
     return;
   }
   after_vmx_vcpu_run(now);
@@ -193,7 +241,7 @@ void Vcpu::after_vmx_vcpu_run(Tsc now) {
 
 void Vcpu::begin_vmentry(Tsc /*now*/) {
   state_ = State::VmEntry;
-  pcpu_.run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
+  pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
 }
 
 // vmx_exit_handlers_fastpath(), called at the end of vmx_vcpu_run() with
@@ -223,11 +271,12 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
   // a pending request (the timer interrupt waiting for
   // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
   // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
-  fastpath_ = lapic_.pending() ? ExitFastpath::ExitHandled : ExitFastpath::ReenterGuest;
+  fastpath_ = lapic_.pending() || pcpu_->need_resched() ? ExitFastpath::ExitHandled
+                                                        : ExitFastpath::ReenterGuest;
   ++(fastpath_ == ExitFastpath::ReenterGuest ? stats_.fastpath_reenter
                                              : stats_.fastpath_exit_handled);
   state_ = State::Fastpath;
-  pcpu_.run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
+  pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
   return true;
 }
 
@@ -242,9 +291,9 @@ void Vcpu::after_fastpath(Tsc now) {
 void Vcpu::enter_guest_mode(Tsc now) {
   state_ = State::InGuest;
   ++stats_.entries;
-  ctx().obs.vmentry(vcpu_id_, pcpu_.id(), now);
+  ctx().obs.vmentry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
-  if (pcpu_.irq_pending()) {
+  if (pcpu_->irq_pending()) {
     vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
     return;
   }
@@ -255,7 +304,7 @@ void Vcpu::enter_guest_mode(Tsc now) {
       vmexit(ExitReason::PREEMPTION_TIMER, now);
       return;
     }
-    pcpu_.arm_vmx_preemption_timer(fire);
+    pcpu_->arm_vmx_preemption_timer(fire);
   }
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
   if (lapic_.timer_irr() && guest_->interruptible()) {
@@ -269,10 +318,10 @@ void Vcpu::guest_step(Tsc now) {
   const GuestStep s = guest_->step(now);
   switch (s.kind) {
     case GuestStep::Kind::Run:
-      pcpu_.run_for(s.stage, SegKind::Guest, s.cycles);
+      pcpu_->run_for(s.stage, SegKind::Guest, s.cycles);
       break;
     case GuestStep::Kind::Idle:
-      pcpu_.run_until(s.stage, SegKind::Guest, kTscNever);
+      pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
       break;
     case GuestStep::Kind::Exit:
       exit_step_ = s;
@@ -294,26 +343,26 @@ void Vcpu::preemption_timer_expired(Pcpu& cpu, Tsc now) {
 }
 
 void Vcpu::vmexit(ExitReason reason, Tsc now) {
-  pcpu_.disarm_vmx_preemption_timer();
+  pcpu_->disarm_vmx_preemption_timer();
   state_ = State::VmExit;
   exit_reason_ = reason;
   ++stats_.exits;
-  ctx().obs.vmexit(vcpu_id_, pcpu_.id(), reason, now);
-  pcpu_.run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
+  ctx().obs.vmexit(vcpu_id_, pcpu_->id(), reason, now);
+  pcpu_->run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
 }
 
 // After the exit half: handle_exit_irqoff() runs the host handler of an
 // external interrupt (vmx_handle_external_intr), then local_irq_enable()
 // lets any other pending interrupt in; then the exit handler proper.
 void Vcpu::handle_exit(Tsc now) {
-  const Tsc irq = pcpu_.take_pending_irqs(now);
+  const Tsc irq = pcpu_->take_pending_irqs(now);
   if (irq) {
     state_ = State::HostIrq;
-    pcpu_.run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
+    pcpu_->run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
     return;
   }
   state_ = State::HandleExit;
-  pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+  pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
 }
 
 // vmx_handle_exit() -> kvm_vmx_exit_handlers[reason]; effects apply now, the

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/context.h"
+
 namespace kvmsim {
 namespace {
 Sampler S(const ParamSet& p, const TscClock& clk, const char* key) {
@@ -38,6 +40,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
 
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
+  c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
   LapicConfig& l = c.lapic;
   l.hv_timer_available = p.b("kvm.enable_hv_timer") &&
                          vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate);
@@ -66,12 +69,13 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
 }
 
 Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
-       const std::function<Pcpu&(int)>& place)
+       const std::function<std::pair<Pcpu*, CpuMask>(int)>& place)
     : id_(id), guest_tsc_khz_(cfg.guest_tsc_khz) {
   for (int v = 0; v < vcpus; ++v) {
     const int vcpu_id = first_vcpu_id + v;
-    vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, place(vcpu_id), cfg.vcpu_costs, cfg.vmx,
-                                            cfg.lapic, cfg.lapic_costs, cfg.tsc));
+    auto [pcpu, allowed] = place(vcpu_id);
+    vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg.vcpu_costs,
+                                            cfg.vmx, cfg.lapic, cfg.lapic_costs, cfg.tsc));
   }
 }
 
@@ -88,6 +92,22 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.halts"] = static_cast<double>(vs.halts);
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
+  m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  m["vcpu.kicks"] = static_cast<double>(vs.kicks);
+  // Per vCPU thread (VM-major): CPU time received, and time runnable but
+  // waiting for its pCPU (sched_info run_delay, which record_steal_time()
+  // reports to the guest as steal).
+  const Tsc end = now_tsc();
+  double steal = 0;
+  for (const auto* v : vcpus_) {
+    const SchedEntity& se = v->se();
+    const double run = clk.to_s(static_cast<double>(se.sum_exec_runtime));
+    const double st = clk.to_s(static_cast<double>(se.run_delay_at(end)));
+    m["vcpu." + std::to_string(v->id()) + ".run_s"] = run;
+    m["vcpu." + std::to_string(v->id()) + ".steal_s"] = st;
+    steal += st;
+  }
+  m["vcpu.steal_s"] = steal;
   m["lapic.wait_lapic_expire.calls"] = static_cast<double>(w.calls);
   m["lapic.wait_lapic_expire.early"] = static_cast<double>(w.early);
   m["lapic.wait_lapic_expire.late"] = static_cast<double>(w.late);

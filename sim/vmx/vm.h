@@ -27,9 +27,9 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk);
 
 class Vm {
  public:
-  // `place(vcpu_index)` gives the pCPU each vCPU thread runs on.
+  // `place(vcpu_id)`: the pCPU each vCPU thread starts on and its affinity.
   Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
-     const std::function<Pcpu&(int)>& place);
+     const std::function<std::pair<Pcpu*, CpuMask>(int)>& place);
 
   [[nodiscard]] int id() const { return id_; }
   [[nodiscard]] const std::vector<std::unique_ptr<Vcpu>>& vcpus() const { return vcpus_; }
