@@ -55,8 +55,9 @@ class HostScheduler {
   // LLC, any idle pCPU there (scanned from target upwards, wrapping), else
   // target. Only allowed pCPUs are chosen; if target is not allowed, the
   // first allowed pCPU on prev's socket, else the first allowed
-  // (select_fallback_rq). prev_cpu < 0 (never ran): waker's pCPU or the first
-  // allowed. An entity still current on its pCPU (dequeued, pick_next
+  // (select_fallback_rq). prev_cpu < 0 (a new task, never ran):
+  // find_idlest_cpu(), the least loaded socket, core, then pCPU (waker_cpu
+  // ignored). An entity still current on its pCPU (dequeued, pick_next
   // pending there) stays on it. waker_cpu may be -1 (wake-up from a timer
   // or device interrupt with no waker task).
   [[nodiscard]] int select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const;
@@ -127,6 +128,7 @@ class HostScheduler {
  private:
   CfsRq& rq_mut(int cpu) { return rqs_.at(static_cast<std::size_t>(cpu)); }
   [[nodiscard]] int select_idle_sibling(const SchedEntity& se, int prev, int target) const;
+  [[nodiscard]] int find_idlest_cpu(const SchedEntity& se) const;
   [[nodiscard]] int select_fallback_rq(const SchedEntity& se, int prev) const;
   [[nodiscard]] SchedEntity* detachable(const CfsRq& src, int dst_cpu, Tsc now) const;
 

@@ -56,8 +56,37 @@ TEST_CASE("sched: a wake-up goes back to prev when prev is idle", "[sched]") {
   SchedEntity e(1);
   CHECK(s.select_task_rq(e, 3, -1) == 3);
   CHECK(s.select_task_rq(e, 6, 0) == 6);
-  CHECK(s.select_task_rq(e, -1, 5) == 5);  // never ran: the waker's pCPU
+}
+
+TEST_CASE("sched: a new entity goes to the least loaded socket, core, then pCPU", "[sched]") {
+  // 2 sockets x 2 cores x 2 threads: cpu = thread*4 + socket*2 + core.
+  const Topology topo(2, 2, 2);
+  HostScheduler s(topo, unscaled());
+  std::deque<SchedEntity> pool;
+  SchedEntity e(1), pinned(2, 0, CpuMask::of({4, 5}));
   CHECK(s.select_task_rq(e, -1, -1) == 0);
+  CHECK(s.select_task_rq(e, -1, 7) == 0);  // the waker does not matter
+  occupy(s, pool, 0, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 2);  // socket 1 is idler
+  occupy(s, pool, 2, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 1);  // socket 0, the idle core {1, 5}
+  occupy(s, pool, 1, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 3);
+  occupy(s, pool, 3, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 4);  // every core half busy: 0's sibling
+  CHECK(s.select_task_rq(pinned, -1, -1) == 4);
+  occupy(s, pool, 4, 0, -5);  // socket 0 now heavier
+  CHECK(s.select_task_rq(pinned, -1, -1) == 5);
+  CHECK(s.select_task_rq(e, -1, -1) == 6);
+  // Eight CPU-bound entities spread two per pCPU over four pCPUs.
+  const Topology four(1, 4, 1);
+  HostScheduler s4(four, unscaled());
+  std::deque<SchedEntity> vcpus;
+  for (int i = 0; i < 8; ++i) {
+    vcpus.emplace_back(i);
+    s4.enqueue(s4.select_task_rq(vcpus.back(), -1, -1), vcpus.back(), 0, kEnqueueNone);
+  }
+  for (int c = 0; c < 4; ++c) CHECK(s4.rq(c).nr_running() == 2);
 }
 
 TEST_CASE("sched: with prev busy, placement picks an idle core, then an idle sibling, in the LLC",
@@ -79,6 +108,13 @@ TEST_CASE("sched: with prev busy, placement picks an idle core, then an idle sib
   CHECK(s.select_task_rq(e, 0, -1) == 0);
   // An idle waker on the other socket does not pull it across.
   CHECK(s.select_task_rq(e, 0, 2) == 0);
+  // A wholly idle core beats an idle thread met earlier in the scan.
+  const Topology three(1, 3, 2);  // cores {0, 3}, {1, 4}, {2, 5}
+  HostScheduler s3(three, unscaled());
+  std::deque<SchedEntity> pool3;
+  occupy(s3, pool3, 0, 0);
+  occupy(s3, pool3, 4, 0);
+  CHECK(s3.select_task_rq(e, 0, -1) == 2);  // not 1, whose sibling 4 is busy
 }
 
 TEST_CASE("sched: wake_affine_idle moves a wakee to its idle waker's pCPU in the LLC", "[sched]") {
