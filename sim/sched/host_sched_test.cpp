@@ -407,3 +407,45 @@ TEST_CASE("sched: the same operations give the same schedule", "[sched]") {
   s.enqueue(0, y, 0, kEnqueueWakeup);
   CHECK(s.pick_next(0, 0) == &y);
 }
+
+TEST_CASE("sched: 8 CPU-bound entities on 4 pCPUs get half a pCPU each, a slice at a time",
+          "[sched]") {
+  // The overcommit case with the default host.sched_* values: 4 pCPUs scale
+  // the latency by 1 + ilog2(4) = 3, so 18 ms periods and 9 ms slices for two.
+  const ParamSet p(model_params());
+  const Topology topo(1, 4, 1);
+  HostScheduler s(topo, HostScheduler::tunables_from(p, kGhz, topo.cpus()));
+  REQUIRE(s.tunables().latency == 18 * kMs);
+  std::deque<SchedEntity> vcpus;
+  for (int i = 0; i < 8; ++i) {
+    vcpus.emplace_back(i);
+    s.enqueue(s.select_task_rq(vcpus.back(), -1, -1), vcpus.back(), 0, kEnqueueNone);
+  }
+  std::vector<Tsc> next(4);
+  for (int c = 0; c < 4; ++c) {
+    REQUIRE(s.pick_next(c, 0) != nullptr);
+    next[static_cast<std::size_t>(c)] = s.slice_left(c, 0);
+  }
+  // One timed event per pCPU at the end of the current slice (HRTICK-like).
+  const Tsc horizon = 10000 * kMs;
+  for (;;) {
+    const auto it = std::min_element(next.begin(), next.end());
+    const Tsc now = *it;
+    if (now >= horizon) break;
+    const int cpu = static_cast<int>(it - next.begin());
+    REQUIRE(s.tick(cpu, now));
+    s.pick_next(cpu, now);
+    *it = now + s.slice_left(cpu, now);
+  }
+  for (int c = 0; c < 4; ++c) s.update_curr(c, horizon);
+  for (const auto& v : vcpus) {
+    INFO("vcpu " << v.id);
+    CHECK(static_cast<double>(v.sum_exec_runtime) ==
+          Approx(static_cast<double>(horizon) / 2).epsilon(0.01));
+    CHECK(v.sum_exec_runtime + v.run_delay_at(horizon) == horizon);
+  }
+  // A switch every 9 ms on each pCPU: ~111 per pCPU-second.
+  const double per_cpu_s = static_cast<double>(s.counters().context_switches) / 4 / 10;
+  CHECK(per_cpu_s == Approx(1000.0 / 9).epsilon(0.01));
+  CHECK(s.counters().migrations == 0);
+}
