@@ -253,6 +253,15 @@ SchedEntity* HostScheduler::idle_balance(int cpu, Tsc now) {
   return nullptr;
 }
 
+std::vector<std::pair<int, SchedEntity*>> HostScheduler::nohz_idle_balance(int busy_cpu, Tsc now) {
+  std::vector<std::pair<int, SchedEntity*>> pulled;
+  if (rq(busy_cpu).nr_running() < 2) return pulled;
+  for (int c = 0; c < cpus(); ++c)
+    if (c != busy_cpu && idle(c))
+      if (SchedEntity* e = idle_balance(c, now); e != nullptr) pulled.emplace_back(c, e);
+  return pulled;
+}
+
 Tsc HostScheduler::slice_left(int cpu, Tsc now) const { return rq(cpu).slice_left(now); }
 
 void HostScheduler::update_curr(int cpu, Tsc now) { rq_mut(cpu).update_curr(now); }

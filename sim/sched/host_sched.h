@@ -12,14 +12,16 @@
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
 // and after each of them re-arm the slice timer with slice_left(cpu, now).
 //
-// Left out: periodic load balancing at the tick (rebalance_domains, and the
-// nohz idle balancer), wake_affine_weight (WA_WEIGHT) and wake_wide, the
+// Left out: periodic load balancing of busy pCPUs at the tick
+// (rebalance_domains with its imbalance computation; nohz_idle_balance() is
+// a simplified stand-in for idle pCPUs), wake_affine_weight (WA_WEIGHT) and wake_wide, the
 // SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
 // NUMA balancing, group scheduling, PELT (load is the sum of weights).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "sim/sched/cfs.h"
@@ -102,6 +104,15 @@ class HostScheduler {
   // The source pCPU's slice timer may now fire early: tick() returns false
   // there and slice_left() gives the new time.
   SchedEntity* idle_balance(int cpu, Tsc now);
+
+  // Stand-in for the nohz idle balancer, which a busy pCPU's tick kicks
+  // (nohz_balancer_kick(): the ticking queue has >= 2 runnable) to balance on
+  // behalf of the idle pCPUs, whose tick is stopped: idle_balance() for every
+  // idle pCPU, lowest first. Returns (pCPU, pulled entity) pairs; the caller
+  // wakes each such pCPU and calls pick_next there. Without it an idle pCPU
+  // pulls only when it schedules (e.g. an idle socket next to a full one,
+  // since wake-ups stay in their LLC).
+  std::vector<std::pair<int, SchedEntity*>> nohz_idle_balance(int busy_cpu, Tsc now);
 
   // Cycles of execution left before tick() would preempt the current entity
   // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else

@@ -197,6 +197,27 @@ TEST_CASE("sched: idle balance leaves cache-hot and running entities alone", "[s
   CHECK(s.idle_balance(1, 4 * kMs + kMs / 2) == &a);
 }
 
+TEST_CASE("sched: a busy pCPU's tick lets idle pCPUs pull (nohz idle balance)", "[sched]") {
+  const Topology topo(2, 1, 1);  // two sockets: wake-ups never cross
+  HostScheduler s(topo, unscaled());
+  SchedEntity a(1), b(2), c(3), pinned(4, 0, CpuMask::only(0));
+  s.enqueue(0, a, 0, kEnqueueNone);
+  REQUIRE(s.pick_next(0, 0) == &a);
+  CHECK(s.nohz_idle_balance(0, kMs).empty());  // one runnable: no kick
+  s.enqueue(0, pinned, kMs, kEnqueueNone);
+  CHECK(s.nohz_idle_balance(0, kMs).empty());  // the only waiting one is pinned
+  s.enqueue(0, b, kMs, kEnqueueNone);
+  s.enqueue(0, c, kMs, kEnqueueNone);
+  const auto pulled = s.nohz_idle_balance(0, 2 * kMs);
+  REQUIRE(pulled.size() == 1);
+  CHECK(pulled[0].first == 1);
+  CHECK(pulled[0].second->cpu == 1);
+  CHECK(pulled[0].second != &pinned);
+  CHECK(s.rq(0).nr_running() == 3);
+  CHECK(s.pick_next(1, 2 * kMs) == pulled[0].second);
+  CHECK(s.nohz_idle_balance(0, 3 * kMs).empty());  // no idle pCPU left
+}
+
 TEST_CASE("sched: an idle pCPU's pick_next pulls work and counts one switch", "[sched]") {
   const Topology topo(1, 2, 1);
   HostScheduler s(topo, unscaled());
@@ -348,8 +369,9 @@ std::vector<std::pair<int, int>> random_host(std::uint32_t seed, bool check) {
     const int cpu = static_cast<int>(rng() % 8);
     switch (rng() % 4) {
       case 0:
-      case 1:  // a tick (or slice timer) on one pCPU
+      case 1:  // a tick (or slice timer) on one pCPU, kicking the nohz balancer
         s.tick(cpu, now);
+        if (rng() % 4 == 0) s.nohz_idle_balance(cpu, now);
         break;
       case 2: {  // the current entity there blocks, unless it is always runnable
         SchedEntity* c = s.curr(cpu);
