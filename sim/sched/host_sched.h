@@ -5,10 +5,13 @@
 //
 // The pCPU model owns the threads and the events; this class only decides.
 // Typical calls from a pCPU:
+//   new task:  cpu = select_task_rq(se, -1, -1); enqueue(cpu, se, now, kEnqueueNone);
+//              if (wakeup_preempts(cpu, se, now)) reschedule cpu
 //   wake-up:   cpu = select_task_rq(se, se.cpu, waker); enqueue(cpu, se, now, kEnqueueWakeup);
 //              if (wakeup_preempts(cpu, se, now)) reschedule cpu (IPI if remote)
 //   block:     dequeue(cpu, se, now, kDequeueSleep); next = pick_next(cpu, now)
-//   slice end: if (tick(cpu, now)) next = pick_next(cpu, now)
+//   slice end: if (tick(cpu, now)) next = pick_next(cpu, now);
+//              for (auto [c, e] : nohz_idle_balance(cpu, now)) reschedule c
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
 // and after each of them re-arm the slice timer with slice_left(cpu, now).
 //
