@@ -22,16 +22,18 @@ constexpr std::array<std::uint32_t, 40> kPrioToWeight = {
     36,    29,    23,    18,    15,     //  15
 };
 
-// __calc_delta() without the inverse-weight fixed point: delta * weight / load.
-Tsc calc_delta(Tsc delta, std::uint64_t weight, std::uint64_t load) {
-  return static_cast<Tsc>(static_cast<u128>(delta) * weight / load);
+// __calc_delta() without the inverse-weight fixed point: delta * mul / div
+// (the kernel's 32-bit inverse of the load differs from this by rounding only).
+Tsc calc_delta(Tsc delta, std::uint64_t mul, std::uint64_t div) {
+  return static_cast<Tsc>(static_cast<u128>(delta) * mul / div);
 }
 
 }  // namespace
 
 std::uint32_t nice_to_weight(int nice) {
   if (nice < -20 || nice > 19) throw std::out_of_range("nice " + std::to_string(nice));
-  return kPrioToWeight[static_cast<std::size_t>(nice + 20)];
+  const int index = nice + 20;
+  return kPrioToWeight[static_cast<std::size_t>(index)];
 }
 
 TunableScaling parse_tunable_scaling(const std::string& s) {

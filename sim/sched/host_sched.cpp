@@ -50,10 +50,7 @@ int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker
   if (prev_cpu >= n || waker_cpu >= n) throw std::out_of_range("select_task_rq: cpu out of range");
   // Still current where it last ran (dequeued, schedule() pending): stay.
   if (se.cpu >= 0 && !se.on_rq && rq(se.cpu).curr() == &se) return se.cpu;
-  if (prev_cpu < 0) {
-    if (waker_cpu >= 0 && se.allowed.test(waker_cpu)) return waker_cpu;
-    return select_fallback_rq(se, -1);
-  }
+  if (prev_cpu < 0) return find_idlest_cpu(se);
   // wake_affine_idle(): an idle waker pCPU sharing the cache with prev pulls
   // the wakee unless prev is idle as well.
   int target = prev_cpu;
@@ -62,6 +59,44 @@ int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker
     target = idle(prev_cpu) ? prev_cpu : waker_cpu;
   const int cpu = select_idle_sibling(se, prev_cpu, target);
   return se.allowed.test(cpu) ? cpu : select_fallback_rq(se, prev_cpu);
+}
+
+// find_idlest_cpu() for a new task (SD_BALANCE_FORK): down from the machine,
+// the least loaded socket, then core, then pCPU, among those with an allowed
+// pCPU. Load is the sum of weights (no PELT, no imbalance_pct bias towards
+// the local group); ties go to the lower number.
+int HostScheduler::find_idlest_cpu(const SchedEntity& se) const {
+  auto key = [&](const std::vector<int>& group) {
+    std::uint64_t load = 0;
+    unsigned nr = 0;
+    for (int c : group) {
+      load += rq(c).load();
+      nr += rq(c).nr_running();
+    }
+    return std::make_pair(load, nr);
+  };
+  auto allowed_in = [&](const std::vector<int>& group) {
+    return std::any_of(group.begin(), group.end(), [&](int c) { return se.allowed.test(c); });
+  };
+  // Each level's groups, named by their first pCPU.
+  auto idlest = [&](const std::vector<int>& span, const std::vector<std::vector<int>>& groups) {
+    const std::vector<int>* best = nullptr;
+    for (int c : span) {
+      const auto& g = groups[static_cast<std::size_t>(c)];
+      if (g.front() != c || !allowed_in(g)) continue;
+      if (best == nullptr || key(g) < key(*best)) best = &g;
+    }
+    return best;
+  };
+  std::vector<int> machine(static_cast<std::size_t>(cpus()));
+  for (int c = 0; c < cpus(); ++c) machine[static_cast<std::size_t>(c)] = c;
+  const std::vector<int>* socket = idlest(machine, llc_);
+  if (socket == nullptr) return select_fallback_rq(se, -1);  // throws: no allowed pCPU
+  const std::vector<int>* core = idlest(*socket, smt_);
+  int best = -1;
+  for (int c : *core)
+    if (se.allowed.test(c) && (best < 0 || key({c}) < key({best}))) best = c;
+  return best;
 }
 
 // select_idle_sibling() of v5.x: target, prev, then select_idle_core() and
@@ -216,6 +251,15 @@ SchedEntity* HostScheduler::idle_balance(int cpu, Tsc now) {
     }
   }
   return nullptr;
+}
+
+std::vector<std::pair<int, SchedEntity*>> HostScheduler::nohz_idle_balance(int busy_cpu, Tsc now) {
+  std::vector<std::pair<int, SchedEntity*>> pulled;
+  if (rq(busy_cpu).nr_running() < 2) return pulled;
+  for (int c = 0; c < cpus(); ++c)
+    if (c != busy_cpu && idle(c))
+      if (SchedEntity* e = idle_balance(c, now); e != nullptr) pulled.emplace_back(c, e);
+  return pulled;
 }
 
 Tsc HostScheduler::slice_left(int cpu, Tsc now) const { return rq(cpu).slice_left(now); }

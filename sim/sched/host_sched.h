@@ -5,21 +5,26 @@
 //
 // The pCPU model owns the threads and the events; this class only decides.
 // Typical calls from a pCPU:
+//   new task:  cpu = select_task_rq(se, -1, -1); enqueue(cpu, se, now, kEnqueueNone);
+//              if (wakeup_preempts(cpu, se, now)) reschedule cpu
 //   wake-up:   cpu = select_task_rq(se, se.cpu, waker); enqueue(cpu, se, now, kEnqueueWakeup);
 //              if (wakeup_preempts(cpu, se, now)) reschedule cpu (IPI if remote)
 //   block:     dequeue(cpu, se, now, kDequeueSleep); next = pick_next(cpu, now)
-//   slice end: if (tick(cpu, now)) next = pick_next(cpu, now)
+//   slice end: if (tick(cpu, now)) next = pick_next(cpu, now);
+//              for (auto [c, e] : nohz_idle_balance(cpu, now)) reschedule c
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
 // and after each of them re-arm the slice timer with slice_left(cpu, now).
 //
-// Left out: periodic load balancing at the tick (rebalance_domains, and the
-// nohz idle balancer), wake_affine_weight (WA_WEIGHT) and wake_wide, the
+// Left out: periodic load balancing of busy pCPUs at the tick
+// (rebalance_domains with its imbalance computation; nohz_idle_balance() is
+// a simplified stand-in for idle pCPUs), wake_affine_weight (WA_WEIGHT) and wake_wide, the
 // SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
 // NUMA balancing, group scheduling, PELT (load is the sum of weights).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "sim/sched/cfs.h"
@@ -55,8 +60,9 @@ class HostScheduler {
   // LLC, any idle pCPU there (scanned from target upwards, wrapping), else
   // target. Only allowed pCPUs are chosen; if target is not allowed, the
   // first allowed pCPU on prev's socket, else the first allowed
-  // (select_fallback_rq). prev_cpu < 0 (never ran): waker's pCPU or the first
-  // allowed. An entity still current on its pCPU (dequeued, pick_next
+  // (select_fallback_rq). prev_cpu < 0 (a new task, never ran):
+  // find_idlest_cpu(), the least loaded socket, core, then pCPU (waker_cpu
+  // ignored). An entity still current on its pCPU (dequeued, pick_next
   // pending there) stays on it. waker_cpu may be -1 (wake-up from a timer
   // or device interrupt with no waker task).
   [[nodiscard]] int select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const;
@@ -102,6 +108,15 @@ class HostScheduler {
   // there and slice_left() gives the new time.
   SchedEntity* idle_balance(int cpu, Tsc now);
 
+  // Stand-in for the nohz idle balancer, which a busy pCPU's tick kicks
+  // (nohz_balancer_kick(): the ticking queue has >= 2 runnable) to balance on
+  // behalf of the idle pCPUs, whose tick is stopped: idle_balance() for every
+  // idle pCPU, lowest first. Returns (pCPU, pulled entity) pairs; the caller
+  // wakes each such pCPU and calls pick_next there. Without it an idle pCPU
+  // pulls only when it schedules (e.g. an idle socket next to a full one,
+  // since wake-ups stay in their LLC).
+  std::vector<std::pair<int, SchedEntity*>> nohz_idle_balance(int busy_cpu, Tsc now);
+
   // Cycles of execution left before tick() would preempt the current entity
   // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else
   // is runnable on `cpu`. >= 1. Re-query after any enqueue/dequeue/pick on `cpu`.
@@ -127,6 +142,7 @@ class HostScheduler {
  private:
   CfsRq& rq_mut(int cpu) { return rqs_.at(static_cast<std::size_t>(cpu)); }
   [[nodiscard]] int select_idle_sibling(const SchedEntity& se, int prev, int target) const;
+  [[nodiscard]] int find_idlest_cpu(const SchedEntity& se) const;
   [[nodiscard]] int select_fallback_rq(const SchedEntity& se, int prev) const;
   [[nodiscard]] SchedEntity* detachable(const CfsRq& src, int dst_cpu, Tsc now) const;
 

@@ -56,8 +56,37 @@ TEST_CASE("sched: a wake-up goes back to prev when prev is idle", "[sched]") {
   SchedEntity e(1);
   CHECK(s.select_task_rq(e, 3, -1) == 3);
   CHECK(s.select_task_rq(e, 6, 0) == 6);
-  CHECK(s.select_task_rq(e, -1, 5) == 5);  // never ran: the waker's pCPU
+}
+
+TEST_CASE("sched: a new entity goes to the least loaded socket, core, then pCPU", "[sched]") {
+  // 2 sockets x 2 cores x 2 threads: cpu = thread*4 + socket*2 + core.
+  const Topology topo(2, 2, 2);
+  HostScheduler s(topo, unscaled());
+  std::deque<SchedEntity> pool;
+  SchedEntity e(1), pinned(2, 0, CpuMask::of({4, 5}));
   CHECK(s.select_task_rq(e, -1, -1) == 0);
+  CHECK(s.select_task_rq(e, -1, 7) == 0);  // the waker does not matter
+  occupy(s, pool, 0, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 2);  // socket 1 is idler
+  occupy(s, pool, 2, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 1);  // socket 0, the idle core {1, 5}
+  occupy(s, pool, 1, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 3);
+  occupy(s, pool, 3, 0);
+  CHECK(s.select_task_rq(e, -1, -1) == 4);  // every core half busy: 0's sibling
+  CHECK(s.select_task_rq(pinned, -1, -1) == 4);
+  occupy(s, pool, 4, 0, -5);  // socket 0 now heavier
+  CHECK(s.select_task_rq(pinned, -1, -1) == 5);
+  CHECK(s.select_task_rq(e, -1, -1) == 6);
+  // Eight CPU-bound entities spread two per pCPU over four pCPUs.
+  const Topology four(1, 4, 1);
+  HostScheduler s4(four, unscaled());
+  std::deque<SchedEntity> vcpus;
+  for (int i = 0; i < 8; ++i) {
+    vcpus.emplace_back(i);
+    s4.enqueue(s4.select_task_rq(vcpus.back(), -1, -1), vcpus.back(), 0, kEnqueueNone);
+  }
+  for (int c = 0; c < 4; ++c) CHECK(s4.rq(c).nr_running() == 2);
 }
 
 TEST_CASE("sched: with prev busy, placement picks an idle core, then an idle sibling, in the LLC",
@@ -79,6 +108,13 @@ TEST_CASE("sched: with prev busy, placement picks an idle core, then an idle sib
   CHECK(s.select_task_rq(e, 0, -1) == 0);
   // An idle waker on the other socket does not pull it across.
   CHECK(s.select_task_rq(e, 0, 2) == 0);
+  // A wholly idle core beats an idle thread met earlier in the scan.
+  const Topology three(1, 3, 2);  // cores {0, 3}, {1, 4}, {2, 5}
+  HostScheduler s3(three, unscaled());
+  std::deque<SchedEntity> pool3;
+  occupy(s3, pool3, 0, 0);
+  occupy(s3, pool3, 4, 0);
+  CHECK(s3.select_task_rq(e, 0, -1) == 2);  // not 1, whose sibling 4 is busy
 }
 
 TEST_CASE("sched: wake_affine_idle moves a wakee to its idle waker's pCPU in the LLC", "[sched]") {
@@ -159,6 +195,27 @@ TEST_CASE("sched: idle balance leaves cache-hot and running entities alone", "[s
   // a ran until 4 ms: hot until 4.5 ms (sched_migration_cost); b is running.
   CHECK(s.idle_balance(1, 4 * kMs + kMs / 2 - 1) == nullptr);
   CHECK(s.idle_balance(1, 4 * kMs + kMs / 2) == &a);
+}
+
+TEST_CASE("sched: a busy pCPU's tick lets idle pCPUs pull (nohz idle balance)", "[sched]") {
+  const Topology topo(2, 1, 1);  // two sockets: wake-ups never cross
+  HostScheduler s(topo, unscaled());
+  SchedEntity a(1), b(2), c(3), pinned(4, 0, CpuMask::only(0));
+  s.enqueue(0, a, 0, kEnqueueNone);
+  REQUIRE(s.pick_next(0, 0) == &a);
+  CHECK(s.nohz_idle_balance(0, kMs).empty());  // one runnable: no kick
+  s.enqueue(0, pinned, kMs, kEnqueueNone);
+  CHECK(s.nohz_idle_balance(0, kMs).empty());  // the only waiting one is pinned
+  s.enqueue(0, b, kMs, kEnqueueNone);
+  s.enqueue(0, c, kMs, kEnqueueNone);
+  const auto pulled = s.nohz_idle_balance(0, 2 * kMs);
+  REQUIRE(pulled.size() == 1);
+  CHECK(pulled[0].first == 1);
+  CHECK(pulled[0].second->cpu == 1);
+  CHECK(pulled[0].second != &pinned);
+  CHECK(s.rq(0).nr_running() == 3);
+  CHECK(s.pick_next(1, 2 * kMs) == pulled[0].second);
+  CHECK(s.nohz_idle_balance(0, 3 * kMs).empty());  // no idle pCPU left
 }
 
 TEST_CASE("sched: an idle pCPU's pick_next pulls work and counts one switch", "[sched]") {
@@ -312,8 +369,9 @@ std::vector<std::pair<int, int>> random_host(std::uint32_t seed, bool check) {
     const int cpu = static_cast<int>(rng() % 8);
     switch (rng() % 4) {
       case 0:
-      case 1:  // a tick (or slice timer) on one pCPU
+      case 1:  // a tick (or slice timer) on one pCPU, kicking the nohz balancer
         s.tick(cpu, now);
+        if (rng() % 4 == 0) s.nohz_idle_balance(cpu, now);
         break;
       case 2: {  // the current entity there blocks, unless it is always runnable
         SchedEntity* c = s.curr(cpu);
@@ -370,4 +428,46 @@ TEST_CASE("sched: the same operations give the same schedule", "[sched]") {
   s.enqueue(0, x, 0, kEnqueueWakeup);
   s.enqueue(0, y, 0, kEnqueueWakeup);
   CHECK(s.pick_next(0, 0) == &y);
+}
+
+TEST_CASE("sched: 8 CPU-bound entities on 4 pCPUs get half a pCPU each, a slice at a time",
+          "[sched]") {
+  // The overcommit case with the default host.sched_* values: 4 pCPUs scale
+  // the latency by 1 + ilog2(4) = 3, so 18 ms periods and 9 ms slices for two.
+  const ParamSet p(model_params());
+  const Topology topo(1, 4, 1);
+  HostScheduler s(topo, HostScheduler::tunables_from(p, kGhz, topo.cpus()));
+  REQUIRE(s.tunables().latency == 18 * kMs);
+  std::deque<SchedEntity> vcpus;
+  for (int i = 0; i < 8; ++i) {
+    vcpus.emplace_back(i);
+    s.enqueue(s.select_task_rq(vcpus.back(), -1, -1), vcpus.back(), 0, kEnqueueNone);
+  }
+  std::vector<Tsc> next(4);
+  for (int c = 0; c < 4; ++c) {
+    REQUIRE(s.pick_next(c, 0) != nullptr);
+    next[static_cast<std::size_t>(c)] = s.slice_left(c, 0);
+  }
+  // One timed event per pCPU at the end of the current slice (HRTICK-like).
+  const Tsc horizon = 10000 * kMs;
+  for (;;) {
+    const auto it = std::min_element(next.begin(), next.end());
+    const Tsc now = *it;
+    if (now >= horizon) break;
+    const int cpu = static_cast<int>(it - next.begin());
+    REQUIRE(s.tick(cpu, now));
+    s.pick_next(cpu, now);
+    *it = now + s.slice_left(cpu, now);
+  }
+  for (int c = 0; c < 4; ++c) s.update_curr(c, horizon);
+  for (const auto& v : vcpus) {
+    INFO("vcpu " << v.id);
+    CHECK(static_cast<double>(v.sum_exec_runtime) ==
+          Approx(static_cast<double>(horizon) / 2).epsilon(0.01));
+    CHECK(v.sum_exec_runtime + v.run_delay_at(horizon) == horizon);
+  }
+  // A switch every 9 ms on each pCPU: ~111 per pCPU-second.
+  const double per_cpu_s = static_cast<double>(s.counters().context_switches) / 4 / 10;
+  CHECK(per_cpu_s == Approx(1000.0 / 9).epsilon(0.01));
+  CHECK(s.counters().migrations == 0);
 }

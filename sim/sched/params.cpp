@@ -35,9 +35,10 @@ void declare_sched_params(ParamRegistry& r) {
              "the scaled value, e.g. 24 ms on 8+ CPUs. CFS of v4.x-v5.x only, not EEVDF."});
   r.declare({"host.sched_min_granularity_ns", ParamType::Int, "750000", "ns", 100000, 1000000000,
              {},
-             "CFS minimum slice before tick preemption, and per-task period share above "
-             "sched_nr_latency tasks, before scaling; /proc/sys/kernel/sched_min_granularity_ns "
-             "(debugfs sched/min_granularity_ns on v5.13+). CFS of v4.x-v5.x only."});
+             "CFS minimum run before the tick preempts for a vruntime lead, and each task's "
+             "period share above sched_nr_latency tasks, before scaling; "
+             "/proc/sys/kernel/sched_min_granularity_ns (debugfs sched/min_granularity_ns on "
+             "v5.13+). CFS of v4.x-v5.x only."});
   r.declare({"host.sched_wakeup_granularity_ns", ParamType::Int, "1000000", "ns", 0, 1000000000,
              {},
              "CFS wake-up preemption: a woken task preempts only if its vruntime lead exceeds "
