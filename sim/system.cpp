@@ -11,6 +11,7 @@
 #include "sim/guest/workload.h"
 #include "sim/sched/host.h"
 #include "sim/sched/host_task.h"
+#include "sim/sched/sched_invariants.h"
 #include "sim/trace/trace_observer.h"
 #include "sim/views/perfetto_observer.h"
 #include "sim/views/vcd_observer.h"
@@ -145,6 +146,13 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   metric_sources_.push_back(vcpu_metrics_.get());
   metric_sources_.push_back(workload_.get());
 
+  if (p.b("sim.check_invariants")) {
+    std::vector<int> pids;
+    for (const auto* v : vcpus_) pids.push_back(v->pid());
+    invariants_ = std::make_unique<SchedInvariants>(std::move(pids));
+    ctx_.obs.add(invariants_.get());
+    metric_sources_.push_back(invariants_.get());
+  }
   attach_views(opts);
   for (auto* o : opts.observers) ctx_.obs.add(o);
 }
@@ -238,6 +246,12 @@ RunResult System::run() {
   mt["breakdown.total.avg_ns"] = sum;
 
   for (const auto* src : metric_sources_) src->report(mt, clk);
+  if (invariants_ && (invariants_->violations() || mt["vcpu.kicks_lost"] > 0)) {
+    std::string msg = fmt::format("invariant violated {} times ({} kicks lost)",
+                                  invariants_->violations(), mt["vcpu.kicks_lost"]);
+    for (const auto& m : invariants_->messages()) msg += "\n  " + m;
+    throw std::runtime_error(msg);
+  }
   if (const auto* h = workload_->histogram()) r.histogram = *h;
 
   views_->trace.reset();  // flush and close the trace file

@@ -101,6 +101,7 @@ class System {
   std::vector<const MetricSource*> metric_sources_;
   std::vector<std::unique_ptr<ModelObserver>> owned_observers_;
   std::unique_ptr<MetricSource> vcpu_metrics_;
+  std::unique_ptr<class SchedInvariants> invariants_;
   class Progress;
   Progress* progress_ = nullptr;
   struct Views;

@@ -191,6 +191,10 @@ class TraceWriter {
   void line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
             std::string_view payload);
 
+  // sched_migrate_task, printed raw as the kernel's format has it:
+  //   comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d
+  void sched_migrate_task(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                          const std::string& comm, int pid, int prio, int orig_cpu, int dest_cpu);
   [[nodiscard]] std::uint64_t lines_written() const { return lines_; }
 
  private:

@@ -74,7 +74,8 @@ bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired
 // (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt returns.
 void Vcpu::kick(Tsc now, int from_cpu) {
   if (state_ == State::Blocked) {
-    if (pcpu_->host().wake_up(this, from_cpu, now)) ++stats_.kicks;
+    // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
+    ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu &&
              pcpu_->current() == this) {
     ++stats_.kicks;

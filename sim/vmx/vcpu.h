@@ -112,6 +112,7 @@ struct VcpuStats {
   Tsc blocked_cycles = 0;
   std::uint64_t preemptions = 0;  // scheduled out while runnable (vcpu->preempted)
   std::uint64_t kicks = 0;        // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
+  std::uint64_t kicks_lost = 0;   // a kick of a blocked vCPU that did not wake it (a bug)
   Tsc steal_cycles = 0;           // record_steal_time(): run delay reported to the guest
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
@@ -124,6 +125,7 @@ struct VcpuStats {
     blocked_cycles += o.blocked_cycles;
     preemptions += o.preemptions;
     kicks += o.kicks;
+    kicks_lost += o.kicks_lost;
     steal_cycles += o.steal_cycles;
     return *this;
   }

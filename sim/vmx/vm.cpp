@@ -94,6 +94,7 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
   m["vcpu.kicks"] = static_cast<double>(vs.kicks);
+  m["vcpu.kicks_lost"] = static_cast<double>(vs.kicks_lost);
   // Per vCPU thread (VM-major): CPU time received, and time runnable but
   // waiting for its pCPU (sched_info run_delay, which record_steal_time()
   // reports to the guest as steal).
