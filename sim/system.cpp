@@ -16,6 +16,8 @@
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/guest_kernel.h"
 #include "sim/guest/kut.h"
+#include "sim/guest/kut_ipi.h"
+#include "sim/lapic/apic_map.h"
 #include "sim/sched/pcpu.h"
 #include "sim/sched/topology.h"
 #include "sim/trace/trace_observer.h"
@@ -69,6 +71,9 @@ struct Model {
   std::unique_ptr<Cyclictest> cyclictest;
   std::unique_ptr<CpuHog> hog;
   std::unique_ptr<KutGuest> kut;  // kvm-unit-tests workloads replace the Linux guest
+  // issue 8 (IPIs): the vmexit ipi tests' APs and each VM's kvm_apic_map.
+  std::vector<std::unique_ptr<KutGuest>> kut_aps;
+  std::vector<std::unique_ptr<ApicMap>> apic_maps;
   ExitStats exit_stats;
   LatencyBreakdown breakdown;
   StageTotals stage_totals;
@@ -128,6 +133,9 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   pc.irq_entry = S(p, clk, "cost.host.irq_entry");
   pc.irq_exit = S(p, clk, "cost.host.irq_exit");
   pc.hrtimer_interrupt = S(p, clk, "cost.host.hrtimer_interrupt");
+  pc.ipi_latency = S(p, clk, "cost.host.ipi_latency");
+  pc.reschedule_ipi = S(p, clk, "cost.host.reschedule_ipi");
+  pc.posted_intr_ipi = S(p, clk, "cost.host.posted_intr_ipi");
   pc.noise_irq_rate_hz = p.d("noise.irq.rate_hz");
   pc.noise_irq_duration = S(p, clk, "noise.irq.duration");
   pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
@@ -157,6 +165,12 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
   lc.wait_lapic_expire = S(p, clk, "cost.lapic.wait_lapic_expire");
   lc.eoi = S(p, clk, "cost.lapic.eoi");
+  lc.x2apic_icr_write = S(p, clk, "cost.lapic.x2apic_icr_write");
+  lc.accept_irq = S(p, clk, "cost.lapic.accept_irq");
+  lc.posted_intr_notify = S(p, clk, "cost.lapic.posted_intr_notify");
+  lc.kick_wakeup = S(p, clk, "cost.lapic.kick_wakeup");
+  lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");
+  lc.inject_irq = S(p, clk, "cost.lapic.inject_irq");
 
   GuestCosts gc;
   gc.irq_entry = S(p, clk, "cost.guest.irq_entry");
@@ -205,7 +219,19 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   // kvm-unit-tests program on a 1-vCPU VM.
   const std::string workload = p.s("workload.type");
   const bool kut = workload == "tscdeadline_latency" || workload == "vmexit";
-  if (kut && (vms != 1 || vcpus_per_vm != 1))
+  // --- issue 8: vmexit.flat ipi / ipi_halt run on 2+ vCPUs (-smp 2) -------
+  bool kut_ipi = false;
+  if (workload == "vmexit") {
+    const std::string& list = p.s("vmexit.tests");
+    kut_ipi = list.find("ipi") != std::string::npos;
+  }
+  if (kut_ipi && (vms != 1 || vcpus_per_vm < 2))
+    config_error(
+        fmt::format("{}: key 'vmexit.tests': the ipi tests need one VM with at least two "
+                    "vCPUs (-smp 2); set vm.count: 1 and vm.vcpus: 2",
+                    p.origin("vmexit.tests")));
+  // --- end issue 8 ---------------------------------------------------------
+  if (kut && !kut_ipi && (vms != 1 || vcpus_per_vm != 1))
     config_error(
         fmt::format("{}: key 'workload.type': kvm-unit-tests '{}' runs on one VM with "
                     "one vCPU (-smp 1); set vm.count: 1 and vm.vcpus: 1",
@@ -237,11 +263,15 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       std::string name = list.substr(pos, comma - pos);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
-      if (!VmexitTimerTests::known_test(name))
+      if (!VmexitTimerTests::known_test(name) && !VmexitIpiTests::known_test(name))
         config_error(
             fmt::format("{}: key 'vmexit.tests': unknown test '{}' (modelled: "
-                        "tscdeadline, tscdeadline_immed)",
+                        "tscdeadline, tscdeadline_immed, ipi, ipi_halt)",
                         p.origin("vmexit.tests"), name));
+      if (VmexitIpiTests::known_test(name) != kut_ipi)
+        config_error(fmt::format("{}: key 'vmexit.tests': '{}': timer tests (1 vCPU) and ipi "
+                                 "tests (2 vCPUs) run in separate scenarios",
+                                 p.origin("vmexit.tests"), name));
       vmexit_tests.push_back(name);
       pos = comma + 1;
     }
@@ -269,6 +299,22 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         tc.hlt = p.b("tscdeadline_latency.hlt");
         m->kut = std::make_unique<TscdeadlineLatencyTest>(*vcpu, kc, tc, stop);
         vcpu->set_guest(m->kut.get());
+      } else if (kut_ipi) {  // issue 8: sender on vCPU 0, HLT-idle APs
+        if (v == 0) {
+          KutIpiCosts ic{S(p, clk, "cost.kut.on_cpu"), S(p, clk, "cost.kut.cacheline_transfer")};
+          auto t = std::make_unique<VmexitIpiTests>(
+              *vcpu, kc, ic, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")),
+              1, stop);
+          ctx.obs.add(&m->stage_totals);
+          t->set_stage_totals(&m->stage_totals);
+          vcpu->set_guest(t.get());
+          m->kut = std::move(t);
+        } else {
+          auto* sender = dynamic_cast<VmexitIpiTests*>(m->kut.get());
+          m->kut_aps.push_back(
+              std::make_unique<KutIpiTarget>(*vcpu, kc, v == 1 ? sender : nullptr));
+          vcpu->set_guest(m->kut_aps.back().get());
+        }
       } else if (workload == "vmexit") {
         auto t = std::make_unique<VmexitTimerTests>(
             *vcpu, kc, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")), stop);
@@ -303,6 +349,15 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
       m->pcpus.push_back(std::move(pcpu));
       m->vcpus.push_back(std::move(vcpu));
     }
+  }
+  // issue 8: each VM's kvm_apic_map (APIC ID = vCPU index in the VM).
+  for (int vm = 0; vm < vms; ++vm) {
+    auto map = std::make_unique<ApicMap>();
+    for (int v = 0; v < vcpus_per_vm; ++v)
+      map->add(m->vcpus[static_cast<std::size_t>(vm * vcpus_per_vm + v)].get());
+    for (int v = 0; v < vcpus_per_vm; ++v)
+      m->vcpus[static_cast<std::size_t>(vm * vcpus_per_vm + v)]->lapic().set_apic_map(map.get());
+    m->apic_maps.push_back(std::move(map));
   }
   if (!opts.trace_path.empty()) {
     std::vector<trace::TraceTask> tasks;
@@ -392,6 +447,32 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
     mt["tscdeadline_latency.avg_cycles"] = lat.empty() ? 0 : sum / static_cast<double>(lat.size());
     mt["tscdeadline_latency.min_cycles"] = static_cast<double>(lo);
     mt["tscdeadline_latency.max_cycles"] = static_cast<double>(hi);
+  }
+  // issue 8: the ipi tests' results and the IPI path's counters.
+  if (auto* t = dynamic_cast<VmexitIpiTests*>(m->kut.get())) {
+    for (const auto& res : t->results()) {
+      mt["vmexit." + res.name + ".cycles"] = static_cast<double>(res.cycles);
+      mt["vmexit." + res.name + ".iterations"] = static_cast<double>(res.iterations);
+      for (int st = 0; st < kStageCount; ++st) {
+        const double c = res.stage_cycles[static_cast<std::size_t>(st)];
+        if (c > 0)
+          mt["vmexit." + res.name + ".stage." + std::string(stage_name(static_cast<Stage>(st))) +
+             ".cycles"] = c;
+      }
+    }
+    IpiStats is;
+    std::uint64_t host_ipis = 0;
+    for (const auto& v : m->vcpus) is += v->lapic().ipi_stats();
+    for (const auto& c : m->pcpus) host_ipis += c->stats().ipis;
+    std::uint64_t handled = 0;
+    for (const auto& ap : m->kut_aps)
+      if (auto* a = dynamic_cast<KutIpiTarget*>(ap.get())) handled += a->handled();
+    mt["ipi.sent"] = static_cast<double>(is.sent);
+    mt["ipi.accepted"] = static_cast<double>(is.accepted);
+    mt["ipi.posted"] = static_cast<double>(is.posted);
+    mt["ipi.handled"] = static_cast<double>(handled);
+    mt["vcpu.kicks"] = static_cast<double>(is.kicks);
+    mt["host.ipis"] = static_cast<double>(host_ipis);
   }
   if (auto* t = dynamic_cast<VmexitTimerTests*>(m->kut.get())) {
     for (const auto& res : t->results()) {

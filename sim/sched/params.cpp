@@ -14,6 +14,13 @@ void declare_sched_params(ParamRegistry& r) {
              "Host irq_exit() and return, without softirq work."});
   r.declare({"cost.host.hrtimer_interrupt", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Host hrtimer_interrupt() bookkeeping incl. clockevent reprogramming."});
+  r.declare({"cost.host.ipi_latency", ParamType::Dist, "400cyc", "time", {}, {}, {},
+             "Physical IPI between two pCPUs: from the sender's ICR write until the target "
+             "takes the interrupt (or, in non-root mode, starts posted-interrupt processing)."});
+  r.declare({"cost.host.reschedule_ipi", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "scheduler_ipi() handler of RESCHEDULE_VECTOR (irq entry/exit counted apart)."});
+  r.declare({"cost.host.posted_intr_ipi", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "Host handler of POSTED_INTR_VECTOR when the notification lands in root mode."});
   r.declare({"cost.host.tick", ParamType::Dist, "2us", "time", {}, {}, {},
              "Host tick_sched_timer() work (scheduler tick, RCU, accounting)."});
   r.declare({"noise.irq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},

@@ -46,12 +46,15 @@ void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
 
 void Pcpu::reschedule() {
   if (in_dispatch_) return;  // dispatch() re-arms on its way out
-  Tsc next = std::min(seg_end_, noise_next_);
+  Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
   // An interrupt left pending (it came in while another one ran) is taken as
   // soon as the segment lets it in.
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
+    next = std::min(next, now_tsc());
+  if (pending_pi_ && (seg_kind_ == SegKind::Guest ||
+                      (seg_kind_ == SegKind::HostIrqOn && !in_nested_irq_)))
     next = std::min(next, now_tsc());
   if (next == scheduled_) return;
   wake_.cancel();
@@ -72,7 +75,31 @@ void Pcpu::wake_current() {
   }
 }
 
+// --- Physical IPIs between pCPUs (issue 8) -----------------------------------
+
+void Pcpu::send_ipi(Pcpu& target, HostIpi kind, Tsc sent) {
+  target.receive_ipi(kind, sent + costs_.ipi_latency(rng_));
+}
+
+void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
+  const auto it = std::upper_bound(
+      ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
+      [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
+  ipi_inflight_.insert(it, {arrival, kind});
+  reschedule();
+}
+
+void Pcpu::end_guest_spin() {
+  if (seg_kind_ != SegKind::Guest || seg_end_ != kTscNever) return;
+  seg_end_ = now_tsc();
+  reschedule();
+}
+
 void Pcpu::poll_sources(Tsc now) {
+  while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
+    ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
+    ipi_inflight_.erase(ipi_inflight_.begin());
+  }
   if (hrtimers_.next_expiry() <= now) pending_timer_ = true;
   while (noise_next_ <= now) {
     ++pending_noise_;
@@ -111,6 +138,23 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
     ++stats_.irqs;
     cost += costs_.irq_entry(rng_) + costs_.noise_irq_duration(rng_) + irq_exit(now);
   }
+  // smp_send_reschedule() -> scheduler_ipi(): an idle pCPU whose vCPU
+  // thread was woken by a remote kvm_vcpu_kick() schedules it in on return.
+  while (pending_resched_) {
+    --pending_resched_;
+    ++stats_.ipis;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
+    wake_current();
+  }
+  // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
+  // is synced at the next entry.
+  if (pending_pi_) {
+    pending_pi_ = 0;
+    ++stats_.ipis;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.posted_intr_ipi(rng_) + irq_exit(now);
+  }
   if (pending_timer_) {
     pending_timer_ = false;
     ++stats_.timer_irqs;
@@ -136,7 +180,12 @@ void Pcpu::dispatch() {
     end_segment(now);
     vmx_timer_ = kTscNever;
     thread_->preemption_timer_expired(*this, now);
-  } else if (irq_pending() && seg_end_ > now) {
+  } else if (pending_pi_ && seg_kind_ == SegKind::Guest && seg_end_ > now) {
+    // Posted-interrupt notification in non-root mode: no VM exit.
+    pending_pi_ = 0;
+    end_segment(now);
+    thread_->posted_interrupt(*this, now);
+  } else if ((irq_pending() || pending_pi_) && seg_end_ > now) {
     if (seg_kind_ == SegKind::Guest) {
       end_segment(now);
       vmx_timer_ = kTscNever;

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 
@@ -31,6 +33,13 @@ class Pcpu;
 
 enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest };
 
+// Physical IPIs between pCPUs (issue 8: guest IPIs between pinned vCPUs).
+//   Reschedule: smp_send_reschedule() (kvm_vcpu_kick of a blocked vCPU, or
+//               of one in guest mode without APICv: it forces a VM exit);
+//   PostedIntr: POSTED_INTR_VECTOR (kvm_vcpu_trigger_posted_interrupt): in
+//               non-root mode the CPU moves the PIR into the vIRR, no exit.
+enum class HostIpi : std::uint8_t { Reschedule, PostedIntr };
+
 // A host task (vCPU thread, kthread, idle).
 class HostThread {
  public:
@@ -43,6 +52,9 @@ class HostThread {
   virtual void guest_interrupted(Pcpu& /*cpu*/, Tsc /*now*/) {}
   // The VMX preemption timer loaded by this thread reached zero.
   virtual void preemption_timer_expired(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // A posted-interrupt notification arrived while a Guest segment ran (no
+  // VM exit); the Guest segment was ended at `now`.
+  virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
 
@@ -56,6 +68,9 @@ struct PcpuCosts {
   Sampler irq_entry;          // cost.host.irq_entry
   Sampler irq_exit;           // cost.host.irq_exit
   Sampler hrtimer_interrupt;  // cost.host.hrtimer_interrupt (incl. clockevent reprogram)
+  Sampler ipi_latency;        // cost.host.ipi_latency: ICR write to the target's interrupt
+  Sampler reschedule_ipi;     // cost.host.reschedule_ipi: scheduler_ipi() handler
+  Sampler posted_intr_ipi;    // cost.host.posted_intr_ipi: POSTED_INTR_VECTOR handler in root mode
   // Host noise: device interrupts / IPIs that land on this pCPU.
   double noise_irq_rate_hz = 0;
   Sampler noise_irq_duration;
@@ -67,6 +82,7 @@ struct PcpuCosts {
 
 struct PcpuStats {
   std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
+  std::uint64_t ipis = 0;  // physical IPIs taken (reschedule / posted-interrupt notification)
   Tsc irq_cycles = 0, softirq_cycles = 0;
 };
 
@@ -105,8 +121,25 @@ class Pcpu : public sc_core::sc_module {
   // returns (schedule() from idle), or at once if no interrupt is running.
   void wake_current();
 
+  // --- Physical IPIs between pCPUs (issue 8) ---------------------------------
+  // Send `kind` to `target`, leaving this pCPU at `sent` (the sender's
+  // ICR write); it arrives after cost.host.ipi_latency.
+  void send_ipi(Pcpu& target, HostIpi kind, Tsc sent);
+  // A posted-interrupt notification is pending (it came in with interrupts
+  // off); VM entry consumes it: the CPU processes it as posted, no exit.
+  bool take_posted_intr_notification() {
+    const bool p = pending_pi_ != 0;
+    pending_pi_ = 0;
+    return p;
+  }
+  // End the current open-ended Guest segment now: a guest spin on this pCPU
+  // sees a store from another CPU (kvm-unit-tests' while (!ipi_done);).
+  void end_guest_spin();
+
   // Interrupt state.
-  [[nodiscard]] bool irq_pending() const { return pending_timer_ || pending_noise_ != 0; }
+  [[nodiscard]] bool irq_pending() const {
+    return pending_timer_ || pending_noise_ != 0 || pending_resched_ != 0;
+  }
   // Runs every pending host interrupt now (irq entry, handlers, irq_exit with
   // softirqs) and returns the cycles that took; handlers' effects apply now.
   Tsc take_pending_irqs(Tsc now);
@@ -149,6 +182,11 @@ class Pcpu : public sc_core::sc_module {
   Tsc softirq_next_ = kTscNever;
   Tsc softirq_backlog_ = 0;
   PcpuStats stats_;
+  // Physical IPIs in flight to this pCPU (arrival, kind) and pending ones.
+  void receive_ipi(HostIpi kind, Tsc arrival);
+  [[nodiscard]] Tsc next_ipi() const { return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first; }
+  std::vector<std::pair<Tsc, HostIpi>> ipi_inflight_;  // sorted by arrival
+  std::uint32_t pending_resched_ = 0, pending_pi_ = 0;
 };
 
 }  // namespace kvmsim

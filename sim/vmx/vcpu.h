@@ -127,12 +127,27 @@ class Vcpu : public HostThread {
   void run(Pcpu& cpu, Tsc now) override;
   void guest_interrupted(Pcpu& cpu, Tsc now) override;
   void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
+  void posted_interrupt(Pcpu& cpu, Tsc now) override;
 
   // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
   bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
   void cancel_hv_timer() { hv_deadline_tsc_ = kHvDeadlineNone; }
   // kvm_vcpu_kick(): force the vCPU out of guest mode / wake it.
   void kick(Tsc now);
+
+  // --- IPIs from other vCPUs (issue 8) -------------------------------------
+  // kvm_vcpu_kick() from `sender`'s thread at `at`: wake a blocked vCPU
+  // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
+  // sender's cost.
+  Tsc kick_from(Vcpu& sender, Tsc at);
+  // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
+  // part until the exit is handled with interrupts on (incl. the fastpath).
+  [[nodiscard]] bool in_guest_mode_for_ipi() const;
+  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  // The guest wrote memory another vCPU's guest spins on.
+  void guest_store_seen() {
+    if (state_ == State::InGuest) pcpu_.end_guest_spin();
+  }
 
   [[nodiscard]] int id() const { return vcpu_id_; }
   [[nodiscard]] int vm_id() const { return vm_id_; }
@@ -183,6 +198,8 @@ class Vcpu : public HostThread {
   void vcpu_block(Tsc now);
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
+  void send_icr_ipi(Tsc now);
+  void deliver_pending_interrupt(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);
@@ -204,6 +221,10 @@ class Vcpu : public HostThread {
   GuestStep exit_step_;  // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
   bool hv_timer_before_block_ = false;
+  bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
+  bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
+  bool woken_ = false;             // a remote wake-up of the blocked thread is on its way
+  bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
