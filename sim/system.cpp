@@ -150,6 +150,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   vc.handle_halt = S(p, clk, "cost.handle_halt");
   vc.vcpu_block = S(p, clk, "cost.vcpu_block");
   vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
+  vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
+  vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
   vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
@@ -167,6 +169,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   lc.eoi = S(p, clk, "cost.lapic.eoi");
   lc.x2apic_icr_write = S(p, clk, "cost.lapic.x2apic_icr_write");
   lc.accept_irq = S(p, clk, "cost.lapic.accept_irq");
+  lc.x2apic_msr_write = S(p, clk, "cost.lapic.x2apic_msr_write");
   lc.posted_intr_notify = S(p, clk, "cost.lapic.posted_intr_notify");
   lc.kick_wakeup = S(p, clk, "cost.lapic.kick_wakeup");
   lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");

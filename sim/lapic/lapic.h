@@ -41,6 +41,7 @@ struct LapicCosts {
   // IPIs between vCPUs (kvm_apic_send_ipi and what it calls).
   Sampler x2apic_icr_write;      // kvm_x2apic_icr_write(): decode, ICR/ICR2, kvm_apic_send_ipi()
                                  // -> kvm_irq_delivery_to_apic_fast() map lookup
+  Sampler x2apic_msr_write;      // slow path: kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2, ICR)
   Sampler accept_irq;            // __apic_accept_irq() for a fixed IPI: IRR/PIR, requests
   Sampler posted_intr_notify;    // kvm_vcpu_trigger_posted_interrupt(): the host's physical
                                  // ICR write of POSTED_INTR_VECTOR to the target pCPU

@@ -35,6 +35,9 @@ void declare_lapic_params(ParamRegistry& r) {
   r.declare({"cost.lapic.x2apic_icr_write", ParamType::Dist, "100ns", "time", {}, {}, {},
              "kvm_x2apic_icr_write(): decode, ICR/ICR2 update, kvm_apic_send_ipi() -> "
              "kvm_irq_delivery_to_apic_fast() destination lookup."});
+  r.declare({"cost.lapic.x2apic_msr_write", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "Slow path only: kvm_x2apic_msr_write() -> kvm_lapic_reg_write() of ICR2 and then "
+             "ICR (the generic register path the ICR fastpath bypasses)."});
   r.declare({"cost.lapic.accept_irq", ParamType::Dist, "40ns", "time", {}, {}, {},
              "__apic_accept_irq() for a fixed IPI: PIR/ON (APICv) or IRR + KVM_REQ_EVENT."});
   r.declare({"cost.lapic.posted_intr_notify", ParamType::Dist, "60ns", "time", {}, {}, {},

@@ -95,6 +95,19 @@ void Pcpu::end_guest_spin() {
   reschedule();
 }
 
+void Pcpu::shorten_segment(Tsc end) {
+  const Tsc now = now_tsc();
+  end = std::max(end, now);
+  if (in_nested_irq_) {
+    if (saved_remaining_ != kTscNever) saved_remaining_ = std::min(saved_remaining_, end - now);
+    return;
+  }
+  if (end < seg_end_) {
+    seg_end_ = end;
+    reschedule();
+  }
+}
+
 void Pcpu::poll_sources(Tsc now) {
   while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
     ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);

@@ -135,6 +135,9 @@ class Pcpu : public sc_core::sc_module {
   // End the current open-ended Guest segment now: a guest spin on this pCPU
   // sees a store from another CPU (kvm-unit-tests' while (!ipi_done);).
   void end_guest_spin();
+  // The current segment (or the one a nested IRQ interrupted) ends no later
+  // than `end` (a remote wake-up cuts a vCPU's schedule() short).
+  void shorten_segment(Tsc end);
 
   // Interrupt state.
   [[nodiscard]] bool irq_pending() const {

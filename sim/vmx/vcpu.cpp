@@ -79,9 +79,14 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
     return c;
   }
   if (state_ == State::Block) {
-    // rcuwait_wake_up() of a task that has not left its run queue yet:
-    // kvm_vcpu_check_block() before schedule() sees the vector.
+    // rcuwait_wake_up() of a task that has not left its run queue yet
+    // (ttwu_runnable): the schedule() under way returns to it at once and
+    // kvm_vcpu_check_block() sees the vector.
     lapic_.count_kick();
+    if (!block_kicked_) {
+      block_kicked_ = true;
+      pcpu_.shorten_segment(at);
+    }
     return 0;
   }
   if (in_guest_mode_for_ipi() && !exiting_) {
@@ -213,9 +218,12 @@ void Vcpu::vcpu_block(Tsc now) {
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
   if (vcpu_runnable()) {
-    end_block(now, 0);
+    const bool kicked = block_kicked_;
+    block_kicked_ = false;
+    end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }
+  block_kicked_ = false;
   ++stats_.blocks;
   ctx().obs.vcpu_block(vcpu_id_, pcpu_.id(), now);
   block_start_ = now;
@@ -237,7 +245,13 @@ void Vcpu::end_block(Tsc now, Tsc sched_cost) {
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
-  Tsc cost = costs_.vcpu_enter_guest(rng());
+  Tsc cost = 0;
+  if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
+    cost = enter_guest_entry_side_;
+    enter_guest_entry_side_ = kTscNever;
+  } else {
+    cost = costs_.vcpu_enter_guest(rng());
+  }
   cost += lapic_.inject_pending_timer_irqs(now);
   if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
     event_request_ = false;
@@ -450,9 +464,17 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       } else if (exit_step_.msr == MSR_X2APIC_EOI) {
         cost += lapic_.eoi();  // x2APIC EOI trapped without APICv
       } else if (exit_step_.msr == MSR_X2APIC_ICR) {
-        // kvm_x2apic_msr_write() -> kvm_x2apic_icr_write(): the IPI goes
-        // out at the end of this stage (send_icr_ipi).
-        cost += lapic_.costs().x2apic_icr_write(rng());
+        // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2), (ICR) ->
+        // kvm_apic_send_ipi(): the IPI goes out at the end of this stage
+        // (send_icr_ipi). What lies between the exit and the send includes
+        // vcpu_enter_guest()'s exit side, which the model otherwise counts
+        // after the handler: drawn now, its entry side is kept for later.
+        const Tsc veg = costs_.vcpu_enter_guest(rng());
+        const auto exit_side =
+            static_cast<Tsc>(static_cast<double>(veg) * costs_.vcpu_enter_guest_exit_share);
+        enter_guest_entry_side_ = veg - exit_side;
+        cost += exit_side + lapic_.costs().x2apic_msr_write(rng()) +
+                lapic_.costs().x2apic_icr_write(rng());
         icr_send_pending_ = true;
       }
       break;
