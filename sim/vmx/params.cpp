@@ -60,9 +60,9 @@ void declare_vmx_params(ParamRegistry& r) {
              "context switch; replaces the rest of cost.vcpu_block."});
   r.declare({"cost.vcpu_enter_guest_exit_share", ParamType::Double, "0.5", "fraction", 0, 1, {},
              "Share of cost.vcpu_enter_guest spent on the exit side (handle_exit_irqoff, IRQ "
-             "enable/disable, guest_exit_irqoff, srcu_read_lock) before vmx_handle_exit(); the "
-             "model orders it so only where an exit handler's effect leaves mid-way (the ICR "
-             "write's IPI)."});
+             "enable/disable, guest_exit_irqoff, srcu_read_lock) before vmx_handle_exit(). The "
+             "model splits the stage only for an exit whose handler's effect leaves mid-way "
+             "(the ICR write's IPI); elsewhere the whole stage follows the handler."});
   r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }
