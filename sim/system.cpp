@@ -272,9 +272,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
                         "tscdeadline, tscdeadline_immed, ipi, ipi_halt)",
                         p.origin("vmexit.tests"), name));
       if (VmexitIpiTests::known_test(name) != kut_ipi)
-        config_error(fmt::format("{}: key 'vmexit.tests': '{}': timer tests (1 vCPU) and ipi "
-                                 "tests (2 vCPUs) run in separate scenarios",
-                                 p.origin("vmexit.tests"), name));
+        config_error(
+            fmt::format("{}: key 'vmexit.tests': '{}': timer tests (1 vCPU) and ipi "
+                        "tests (2 vCPUs) run in separate scenarios",
+                        p.origin("vmexit.tests"), name));
       vmexit_tests.push_back(name);
       pos = comma + 1;
     }
@@ -306,8 +307,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
         if (v == 0) {
           KutIpiCosts ic{S(p, clk, "cost.kut.on_cpu"), S(p, clk, "cost.kut.cacheline_transfer")};
           auto t = std::make_unique<VmexitIpiTests>(
-              *vcpu, kc, ic, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")),
-              1, stop);
+              *vcpu, kc, ic, vmexit_tests, static_cast<std::uint64_t>(p.i("vmexit.goal_cycles")), 1,
+              stop);
           ctx.obs.add(&m->stage_totals);
           t->set_stage_totals(&m->stage_totals);
           vcpu->set_guest(t.get());

@@ -14,8 +14,8 @@ VmexitIpiTests::VmexitIpiTests(Vcpu& vcpu, KutCosts costs, KutIpiCosts ipi_costs
 void VmexitIpiTests::ipi_done_store() {
   ipi_done_ = true;
   ++acks_;
-  spin_done();                 // a spin a VM exit cut short does not resume
-  vcpu_.guest_store_seen();    // a spin running in guest mode ends now
+  spin_done();               // a spin a VM exit cut short does not resume
+  vcpu_.guest_store_seen();  // a spin running in guest mode ends now
 }
 
 GuestStep VmexitIpiTests::main_step(Tsc now) {
@@ -33,8 +33,8 @@ GuestStep VmexitIpiTests::main_step(Tsc now) {
       ipi_done_ = false;
       phase_ = Phase::Spin;
       ++sent_;
-      return GuestStep::wrmsr(MSR_X2APIC_ICR, (static_cast<std::uint64_t>(target_) << 32) |
-                                                  KUT_ON_CPU_ICR);
+      return GuestStep::wrmsr(MSR_X2APIC_ICR,
+                              (static_cast<std::uint64_t>(target_) << 32) | KUT_ON_CPU_ICR);
     case Phase::Spin:
       if (!ipi_done_) return spin();  // while (!ipi_done);
       // The store is seen once the line moved over; spin_unlock, return.

@@ -71,7 +71,8 @@ class ApicIrqState {
     on_ = false;
     int n = 0;
     for (int v = 255; v >= 0; --v)
-      if (pir_.test(static_cast<std::size_t>(v))) n += set_irr(static_cast<std::uint8_t>(v)) ? 1 : 0;
+      if (pir_.test(static_cast<std::size_t>(v)))
+        n += set_irr(static_cast<std::uint8_t>(v)) ? 1 : 0;
     pir_.reset();
     return n;
   }

@@ -39,16 +39,16 @@ struct LapicCosts {
   Sampler wait_lapic_expire;     // __kvm_wait_lapic_expire() itself: rdtsc, trace, tuning
   Sampler eoi;                   // apic_set_eoi() for a trapped EOI write (no APICv)
   // IPIs between vCPUs (kvm_apic_send_ipi and what it calls).
-  Sampler x2apic_icr_write;      // kvm_x2apic_icr_write(): decode, ICR/ICR2, kvm_apic_send_ipi()
-                                 // -> kvm_irq_delivery_to_apic_fast() map lookup
-  Sampler x2apic_msr_write;      // slow path: kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2, ICR)
-  Sampler accept_irq;            // __apic_accept_irq() for a fixed IPI: IRR/PIR, requests
-  Sampler posted_intr_notify;    // kvm_vcpu_trigger_posted_interrupt(): the host's physical
-                                 // ICR write of POSTED_INTR_VECTOR to the target pCPU
-  Sampler kick_wakeup;           // kvm_vcpu_kick() of a blocked vCPU: rcuwait_wake_up() ->
-                                 // try_to_wake_up() remote, incl. the reschedule IPI send
-  Sampler kick_ipi;              // kvm_vcpu_kick() of a vCPU in guest mode: smp_send_reschedule()
-  Sampler inject_irq;            // inject_pending_event() of an IRR vector without APICv
+  Sampler x2apic_icr_write;  // kvm_x2apic_icr_write(): decode, ICR/ICR2, kvm_apic_send_ipi()
+                             // -> kvm_irq_delivery_to_apic_fast() map lookup
+  Sampler x2apic_msr_write;  // slow path: kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2, ICR)
+  Sampler accept_irq;        // __apic_accept_irq() for a fixed IPI: IRR/PIR, requests
+  Sampler posted_intr_notify;  // kvm_vcpu_trigger_posted_interrupt(): the host's physical
+                               // ICR write of POSTED_INTR_VECTOR to the target pCPU
+  Sampler kick_wakeup;         // kvm_vcpu_kick() of a blocked vCPU: rcuwait_wake_up() ->
+                               // try_to_wake_up() remote, incl. the reschedule IPI send
+  Sampler kick_ipi;            // kvm_vcpu_kick() of a vCPU in guest mode: smp_send_reschedule()
+  Sampler inject_irq;          // inject_pending_event() of an IRR vector without APICv
 };
 
 // Counters of the IPI path, per sending (ipis_sent) or target LAPIC.

@@ -53,8 +53,8 @@ void Pcpu::reschedule() {
   // soon as the segment lets it in.
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
     next = std::min(next, now_tsc());
-  if (pending_pi_ && (seg_kind_ == SegKind::Guest ||
-                      (seg_kind_ == SegKind::HostIrqOn && !in_nested_irq_)))
+  if (pending_pi_ &&
+      (seg_kind_ == SegKind::Guest || (seg_kind_ == SegKind::HostIrqOn && !in_nested_irq_)))
     next = std::min(next, now_tsc());
   if (next == scheduled_) return;
   wake_.cancel();
@@ -82,9 +82,9 @@ void Pcpu::send_ipi(Pcpu& target, HostIpi kind, Tsc sent) {
 }
 
 void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
-  const auto it = std::upper_bound(
-      ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
-      [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
+  const auto it =
+      std::upper_bound(ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
+                       [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
   ipi_inflight_.insert(it, {arrival, kind});
   reschedule();
 }

@@ -187,7 +187,9 @@ class Pcpu : public sc_core::sc_module {
   PcpuStats stats_;
   // Physical IPIs in flight to this pCPU (arrival, kind) and pending ones.
   void receive_ipi(HostIpi kind, Tsc arrival);
-  [[nodiscard]] Tsc next_ipi() const { return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first; }
+  [[nodiscard]] Tsc next_ipi() const {
+    return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first;
+  }
   std::vector<std::pair<Tsc, HostIpi>> ipi_inflight_;  // sorted by arrival
   std::uint32_t pending_resched_ = 0, pending_pi_ = 0;
 };

@@ -149,10 +149,10 @@ struct SchedWakeup {
 };
 
 // One parsed or to-be-written payload; monostate for events not listed above.
-using TraceEventData = std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState,
-                                    KvmWaitLapicExpire, KvmVcpuWakeup, KvmHaltPollNs,
-                                    KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch, SchedWakeup,
-                                    KvmApicIpi>;
+using TraceEventData =
+    std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
+                 KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
+                 SchedWakeup, KvmApicIpi>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);

@@ -368,18 +368,11 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 12> kKnown = {"kvm_apic_ipi",
-                                                "kvm_exit",
-                                                "kvm_entry",
-                                                "kvm_msr",
-                                                "kvm_hv_timer_state",
-                                                "kvm_wait_lapic_expire",
-                                                "kvm_vcpu_wakeup",
-                                                "kvm_halt_poll_ns",
-                                                "kvm_apic_accept_irq",
-                                                "kvm_pv_tlb_flush",
-                                                "sched_switch",
-                                                "sched_wakeup"};
+constexpr std::array<string_view, 12> kKnown = {
+    "kvm_apic_ipi",     "kvm_exit",           "kvm_entry",
+    "kvm_msr",          "kvm_hv_timer_state", "kvm_wait_lapic_expire",
+    "kvm_vcpu_wakeup",  "kvm_halt_poll_ns",   "kvm_apic_accept_irq",
+    "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {

@@ -349,8 +349,8 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
   // a pending request (the timer interrupt waiting for
   // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
   // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
-  fastpath_ = lapic_.pending() || event_request_ ? ExitFastpath::ExitHandled
-                                                 : ExitFastpath::ReenterGuest;
+  fastpath_ =
+      lapic_.pending() || event_request_ ? ExitFastpath::ExitHandled : ExitFastpath::ReenterGuest;
   ++(fastpath_ == ExitFastpath::ReenterGuest ? stats_.fastpath_reenter
                                              : stats_.fastpath_exit_handled);
   state_ = State::Fastpath;

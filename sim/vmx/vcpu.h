@@ -85,8 +85,8 @@ struct VcpuCosts {
   Sampler exit_fastpath;              // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
   Sampler fastpath_wrmsr;             // handle_fastpath_set_msr_irqoff() before the LAPIC work
   Sampler handle_halt;                // kvm_emulate_halt(): skip the instruction, mark halted
-  Sampler vcpu_block;   // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
-  Sampler vcpu_wakeup;  // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
@@ -226,9 +226,10 @@ class Vcpu : public HostThread {
   bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
   bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
   bool woken_ = false;
-  bool block_kicked_ = false;      // a remote kick came during the Block stage
-  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early             // a remote wake-up of the blocked thread is on its way
-  bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
+  bool block_kicked_ = false;               // a remote kick came during the Block stage
+  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
+                                            // remote wake-up of the blocked thread is on its way
+  bool exiting_ = false;  // EXITING_GUEST_MODE: a kick IPI is on its way
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;

@@ -14,7 +14,8 @@ namespace {
 
 double rel_err(double sim, double pub) { return std::fabs(sim - pub) / pub; }
 
-const char* kT6 = "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=67108864 --set vmexit.tests=ipi";
+const char* kT6 =
+    "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=67108864 --set vmexit.tests=ipi";
 const char* kShort = "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=4194304";
 
 double m(const nlohmann::json& j, const char* k) { return j.at(k).get<double>(); }
@@ -65,8 +66,8 @@ TEST_CASE("posted interrupts: a target still in guest mode takes the IPI with no
           "[kut][posted]") {
   // A long handler epilogue keeps the target in guest mode (no HLT) when the
   // next IPI comes: the notification is processed in non-root mode.
-  const auto r = run_metrics("ipi-posted", std::string(kShort) +
-                                               " --set vmexit.tests=ipi --set cost.kut.iret=20us");
+  const auto r = run_metrics(
+      "ipi-posted", std::string(kShort) + " --set vmexit.tests=ipi --set cost.kut.iret=20us");
   check_no_ipi_lost_or_doubled(r);
   CHECK(m(r, "ipi.posted") > 0.9 * m(r, "ipi.sent"));
   CHECK(m(r, "exits.HLT.count") < 0.1 * m(r, "ipi.sent"));
@@ -74,8 +75,8 @@ TEST_CASE("posted interrupts: a target still in guest mode takes the IPI with no
 
 TEST_CASE("without APICv: IRR + KVM_REQ_EVENT + kick, the target's EOI write exits",
           "[kut][apicv]") {
-  const auto r = run_metrics("ipi-noapicv", std::string(kShort) +
-                                                " --set vmexit.tests=ipi --set platform.apicv=false");
+  const auto r = run_metrics(
+      "ipi-noapicv", std::string(kShort) + " --set vmexit.tests=ipi --set platform.apicv=false");
   check_no_ipi_lost_or_doubled(r);
   CHECK(m(r, "ipi.posted") == 0);
   // ICR write on the sender + EOI write on the target per IPI (the run
@@ -83,10 +84,10 @@ TEST_CASE("without APICv: IRR + KVM_REQ_EVENT + kick, the target's EOI write exi
   CHECK(m(r, "exits.MSR_WRITE.count") <= 2 * m(r, "ipi.sent"));
   CHECK(m(r, "exits.MSR_WRITE.count") >= 2 * m(r, "ipi.sent") - 1);
   // A target in guest mode is forced out by the kick's IPI.
-  const auto g = run_metrics(
-      "ipi-noapicv-guest", std::string(kShort) +
-                               " --set vmexit.tests=ipi --set platform.apicv=false "
-                               "--set cost.kut.iret=20us");
+  const auto g =
+      run_metrics("ipi-noapicv-guest", std::string(kShort) +
+                                           " --set vmexit.tests=ipi --set platform.apicv=false "
+                                           "--set cost.kut.iret=20us");
   check_no_ipi_lost_or_doubled(g);
   CHECK(m(g, "exits.EXTERNAL_INTERRUPT.count") > 0.9 * m(g, "ipi.sent"));
 }
@@ -104,9 +105,9 @@ TEST_CASE("no IPI is lost or delivered twice under random timing", "[kut][ipi][r
   for (const char* apicv : {"true", "false"})
     for (const char* fp : {"false", "true"})
       for (int seed : {1, 2}) {
-        const std::string args = std::string("scenarios/vmexit_ipi.yaml") + jitter +
-                                 " --set platform.apicv=" + apicv +
-                                 " --set kvm.exit_fastpath=" + fp + " --seed " + std::to_string(seed);
+        const std::string args =
+            std::string("scenarios/vmexit_ipi.yaml") + jitter + " --set platform.apicv=" + apicv +
+            " --set kvm.exit_fastpath=" + fp + " --seed " + std::to_string(seed);
         INFO(args);
         const auto r = run_metrics("ipi-random", args);
         check_no_ipi_lost_or_doubled(r);
