@@ -1,6 +1,7 @@
 #include "sim/lapic/lapic.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "sim/lapic/apic_map.h"
 #include "sim/vmx/vcpu.h"
@@ -195,6 +196,10 @@ bool KvmLapic::icr_fastpath_ok(std::uint64_t icr) {
 // takes (the only ones the workloads send); the target's
 // __apic_accept_irq() runs on this (the sender's) thread.
 Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
+  // A workload sending another kind is a model error, not an input error.
+  if (!icr_fastpath_ok(static_cast<std::uint64_t>(dest_id) << 32 | icr_low))
+    throw std::logic_error(
+        "kvm_apic_send_ipi: only fixed, physical, single-target IPIs are modelled");
   ++ipi_stats_.sent;
   vcpu_.ctx().obs.apic_ipi(vcpu_.id(), icr_low, dest_id, now);
   Vcpu* target = map_ ? map_->find(dest_id) : nullptr;

@@ -125,6 +125,9 @@ void Vcpu::send_icr_ipi(Tsc now) {
   icr_send_pending_ = false;
   const Tsc cost = lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
                                    static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
+  // handle_fastpath_set_msr_irqoff).
+  ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
   if (state_ == State::Fastpath) {
     pcpu_.run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
   } else {
@@ -328,7 +331,6 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
     // is sent before interrupts are enabled and before vmx_handle_exit();
     // EXIT_FASTPATH_EXIT_HANDLED (REENTER_GUEST only since 2024): the slow
     // path's vcpu_enter_guest() still runs.
-    ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
     fastpath_ = ExitFastpath::ExitHandled;
     ++stats_.fastpath_exit_handled;
     icr_send_pending_ = true;
@@ -458,7 +460,9 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());
-      ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);  // trace_kvm_msr_write
+      // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
+      if (exit_step_.msr != MSR_X2APIC_ICR)
+        ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
       if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
         cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
       } else if (exit_step_.msr == MSR_X2APIC_EOI) {
