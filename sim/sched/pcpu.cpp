@@ -158,7 +158,7 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
     ++stats_.ipis;
     ++stats_.irqs;
     cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
-    wake_current();
+    if (thread_) thread_->reschedule_ipi(*this, now);
   }
   // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
   // is synced at the next entry.

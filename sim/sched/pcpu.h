@@ -55,6 +55,9 @@ class HostThread {
   // A posted-interrupt notification arrived while a Guest segment ran (no
   // VM exit); the Guest segment was ended at `now`.
   virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // scheduler_ipi() on this thread's pCPU: schedule it in if a remote
+  // try_to_wake_up() made it runnable (a stale IPI wakes nothing).
+  virtual void reschedule_ipi(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
 

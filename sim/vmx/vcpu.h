@@ -130,6 +130,9 @@ class Vcpu : public HostThread {
   void guest_interrupted(Pcpu& cpu, Tsc now) override;
   void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
   void posted_interrupt(Pcpu& cpu, Tsc now) override;
+  void reschedule_ipi(Pcpu& cpu, Tsc /*now*/) override {
+    if (state_ == State::Blocked && woken_) cpu.wake_current();  // kick_from()'s wake-up
+  }
 
   // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
   bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
@@ -229,7 +232,7 @@ class Vcpu : public HostThread {
   bool block_kicked_ = false;               // a remote kick came during the Block stage
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
                                             // remote wake-up of the blocked thread is on its way
-  bool exiting_ = false;  // EXITING_GUEST_MODE: a kick IPI is on its way
+  bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
