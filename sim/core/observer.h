@@ -36,6 +36,13 @@ class ModelObserver {
   virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
   // __apic_accept_irq(): a vector accepted into the (v)IRR.
   virtual void on_apic_accept_irq(int /*vcpu*/, std::uint8_t /*vector*/, Tsc /*t*/) {}
+  // The same for an IPI: accepted into `target`'s LAPIC by `sender`'s thread.
+  virtual void on_apic_accept_ipi(int /*sender*/, int target, std::uint8_t vector, Tsc t) {
+    on_apic_accept_irq(target, vector, t);
+  }
+  // kvm_apic_ipi: kvm_apic_send_ipi() from `vcpu` (ICR low word, destination).
+  virtual void on_apic_ipi(int /*vcpu*/, std::uint32_t /*icr_low*/, std::uint32_t /*dest_id*/,
+                           Tsc /*t*/) {}
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {}
   // The host scheduler (sched_switch, sched_wakeup, sched_migrate_task);
@@ -84,6 +91,12 @@ class Observers {
   }
   void apic_accept_irq(int vcpu, std::uint8_t vec, Tsc t) const {
     for (auto* o : list_) o->on_apic_accept_irq(vcpu, vec, t);
+  }
+  void apic_accept_ipi(int sender, int target, std::uint8_t vec, Tsc t) const {
+    for (auto* o : list_) o->on_apic_accept_ipi(sender, target, vec, t);
+  }
+  void apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest, Tsc t) const {
+    for (auto* o : list_) o->on_apic_ipi(vcpu, icr_low, dest, t);
   }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);

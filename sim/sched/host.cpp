@@ -14,7 +14,8 @@ PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk) {
   pc.hrtimer_interrupt = S("cost.host.hrtimer_interrupt");
   pc.context_switch = S("cost.host.context_switch");
   pc.ipi_latency = S("cost.host.ipi_latency");
-  pc.scheduler_ipi = S("cost.host.scheduler_ipi");
+  pc.reschedule_ipi = S("cost.host.reschedule_ipi");
+  pc.posted_intr_ipi = S("cost.host.posted_intr_ipi");
   pc.noise_irq_rate_hz = p.d("noise.irq.rate_hz");
   pc.noise_irq_duration = S("noise.irq.duration");
   pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
@@ -89,16 +90,17 @@ void Host::start_thread(HostThread* t, int hint, Tsc now) {
   }
   if (best < 0) throw std::logic_error("start_thread: no pCPU allowed for " + t->comm());
   sched_->enqueue(best, se, now, kEnqueueNone);
-  if (sched_->wakeup_preempts(best, se, now)) pcpu(best).resched_curr(now, false);
+  if (sched_->wakeup_preempts(best, se, now)) pcpu(best).resched_curr(now);
 }
 
-bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now) {
+bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   SchedEntity& se = t->se();
   if (se.on_rq) return false;  // TASK_RUNNING already
   const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
   if (!ctx_.obs.empty()) ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
-  if (sched_->wakeup_preempts(cpu, se, now)) pcpu(cpu).resched_curr(now, cpu != waker_cpu);
+  if (sched_->wakeup_preempts(cpu, se, now))
+    pcpu(cpu).resched_curr(now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
   return true;
 }
 
@@ -107,13 +109,14 @@ void Host::account_to(Tsc now) {
 }
 
 void Host::report(Metrics& m, const TscClock& clk) const {
-  std::uint64_t irqs = 0, noise = 0, softirqs = 0, ipis = 0;
+  std::uint64_t irqs = 0, noise = 0, softirqs = 0, resched = 0, ipis = 0;
   const Tsc end = now_tsc();
   for (const auto* c : order_) {
     irqs += c->stats().irqs;
     noise += c->stats().noise_irqs;
     softirqs += c->stats().softirq_runs;
-    ipis += c->stats().resched_ipis;
+    resched += c->stats().resched_ipis;
+    ipis += c->stats().ipis;
     // The pCPU's C0 residency: time not in the idle task.
     m[fmt::format("host.cpu.{}.busy_frac", c->id())] =
         end ? static_cast<double>(c->busy_cycles(end)) / static_cast<double>(end) : 0.0;
@@ -121,7 +124,8 @@ void Host::report(Metrics& m, const TscClock& clk) const {
   m["host.irqs"] = static_cast<double>(irqs);
   m["host.noise_irqs"] = static_cast<double>(noise);
   m["host.softirq_runs"] = static_cast<double>(softirqs);
-  m["host.resched_ipis"] = static_cast<double>(ipis);
+  m["host.resched_ipis"] = static_cast<double>(resched);
+  m["host.ipis"] = static_cast<double>(ipis);  // reschedule + posted-interrupt notifications
   const SchedCounters& sc = sched_->counters();
   m["host.sched.context_switches"] = static_cast<double>(sc.context_switches);
   m["host.sched.migrations"] = static_cast<double>(sc.migrations);

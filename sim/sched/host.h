@@ -46,9 +46,10 @@ class Host : public MetricSource {
   // with the least load (find_idlest_cpu), or `hint` if allowed and idle.
   void start_thread(HostThread* t, int hint, Tsc now);
   // try_to_wake_up() from `waker_cpu` (-1: none): select_task_rq, enqueue,
-  // check_preempt_curr; a remote pCPU is reached with a reschedule IPI.
+  // check_preempt_curr; a remote pCPU is reached with a reschedule IPI that
+  // leaves the waker at `ipi_at` (>= now; the end of the waker's own work).
   // False if the thread was already runnable.
-  bool wake_up(HostThread* t, int waker_cpu, Tsc now);
+  bool wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at = 0);
 
   // update_curr() on every pCPU: CPU time and busy time up to `now`.
   void account_to(Tsc now);

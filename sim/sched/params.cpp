@@ -14,6 +14,13 @@ void declare_sched_params(ParamRegistry& r) {
              "Host irq_exit() and return, without softirq work."});
   r.declare({"cost.host.hrtimer_interrupt", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Host hrtimer_interrupt() bookkeeping incl. clockevent reprogramming."});
+  r.declare({"cost.host.ipi_latency", ParamType::Dist, "400cyc", "time", {}, {}, {},
+             "Physical IPI between two pCPUs: from the sender's ICR write until the target "
+             "takes the interrupt (or, in non-root mode, starts posted-interrupt processing)."});
+  r.declare({"cost.host.reschedule_ipi", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "scheduler_ipi() handler of RESCHEDULE_VECTOR (irq entry/exit counted apart)."});
+  r.declare({"cost.host.posted_intr_ipi", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "Host handler of POSTED_INTR_VECTOR when the notification lands in root mode."});
   r.declare({"cost.host.tick", ParamType::Dist, "2us", "time", {}, {}, {},
              "Host tick_sched_timer() work (scheduler tick, RCU, accounting)."});
   r.declare({"noise.irq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},
@@ -57,10 +64,6 @@ void declare_sched_params(ParamRegistry& r) {
   r.declare({"cost.host.context_switch", ParamType::Dist, "1500ns", "time", {}, {}, {},
              "Host __schedule() + context_switch() between two threads (switches to and from "
              "the idle task are in the sleeping / waking thread's own costs)."});
-  r.declare({"cost.host.ipi_latency", ParamType::Dist, "500ns", "time", {}, {}, {},
-             "From the sender's ICR write to the interrupt on the target pCPU (a host IPI)."});
-  r.declare({"cost.host.scheduler_ipi", ParamType::Dist, "300ns", "time", {}, {}, {},
-             "RESCHEDULE_VECTOR handler scheduler_ipi() (plus sched_ttwu_pending)."});
   r.declare({"host.hog.count", ParamType::Int, "0", "count", 0, 4096, {},
              "CPU-bound host processes (a while(1) loop, stress-ng --cpu) under the fair "
              "scheduler."});

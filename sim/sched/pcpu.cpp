@@ -42,13 +42,16 @@ void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
 
 void Pcpu::reschedule() {
   if (in_dispatch_) return;  // dispatch() re-arms on its way out
-  Tsc next = std::min(seg_end_, noise_next_);
+  Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
-  for (const Tsc a : ipi_arrivals_) next = std::min(next, a);
   // An interrupt left pending (it came in while another one ran) is taken as
   // soon as the segment lets it in.
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
+    next = std::min(next, now_tsc());
+  if (pending_pi_ &&
+      (seg_kind_ == SegKind::Guest ||
+       ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) && !in_nested_irq_)))
     next = std::min(next, now_tsc());
   if (next == scheduled_) return;
   wake_.cancel();
@@ -74,17 +77,12 @@ void Pcpu::end_idle(Tsc now) {
   }
 }
 
-void Pcpu::resched_curr(Tsc now, bool ipi) {
-  if (ipi) {
-    send_reschedule_ipi(now);
+void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
+  if (from && from != this) {
+    from->send_ipi(*this, HostIpi::Reschedule, std::max(ipi_at, now));  // smp_send_reschedule()
     return;
   }
   end_idle(now);  // a busy thread sees need_resched at its next preemption point
-}
-
-void Pcpu::send_reschedule_ipi(Tsc now) {
-  ipi_arrivals_.push_back(now + costs_.ipi_latency(rng_));
-  reschedule();
 }
 
 void Pcpu::scheduler_tick(Tsc now) {
@@ -155,19 +153,50 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
 }
 
+// --- Physical IPIs between pCPUs (issue 8) -----------------------------------
+
+void Pcpu::send_ipi(Pcpu& target, HostIpi kind, Tsc sent) {
+  target.receive_ipi(kind, sent + costs_.ipi_latency(rng_));
+}
+
+void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
+  const auto it =
+      std::upper_bound(ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
+                       [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
+  ipi_inflight_.insert(it, {arrival, kind});
+  reschedule();
+}
+
+void Pcpu::end_guest_spin() {
+  if (seg_kind_ != SegKind::Guest || seg_end_ != kTscNever) return;
+  seg_end_ = now_tsc();
+  reschedule();
+}
+
+void Pcpu::shorten_segment(Tsc end) {
+  const Tsc now = now_tsc();
+  end = std::max(end, now);
+  if (in_nested_irq_) {
+    if (saved_remaining_ != kTscNever) saved_remaining_ = std::min(saved_remaining_, end - now);
+    return;
+  }
+  if (end < seg_end_) {
+    seg_end_ = end;
+    reschedule();
+  }
+}
+
 void Pcpu::poll_sources(Tsc now) {
+  while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
+    ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
+    ipi_inflight_.erase(ipi_inflight_.begin());
+  }
   if (hrtimers_.next_expiry() <= now) pending_timer_ = true;
   while (noise_next_ <= now) {
     ++pending_noise_;
     // Arrival times come from their own stream, so they do not depend on
     // what the model did in between (paired runs see the same noise).
     noise_next_ = next_arrival(noise_rng_, ctx_.clock, costs_.noise_irq_rate_hz, noise_next_);
-  }
-  if (!ipi_arrivals_.empty()) {
-    const auto arrived = std::remove_if(ipi_arrivals_.begin(), ipi_arrivals_.end(),
-                                        [&](Tsc a) { return a <= now; });
-    pending_resched_ipi_ += static_cast<std::uint32_t>(ipi_arrivals_.end() - arrived);
-    ipi_arrivals_.erase(arrived, ipi_arrivals_.end());
   }
 }
 
@@ -200,14 +229,24 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
     ++stats_.irqs;
     cost += costs_.irq_entry(rng_) + costs_.noise_irq_duration(rng_) + irq_exit(now);
   }
-  while (pending_resched_ipi_) {
+  while (pending_resched_) {
     // RESCHEDULE_VECTOR -> scheduler_ipi(): need_resched is already set by
-    // the sender (resched_curr); an idle loop ends when this returns.
-    --pending_resched_ipi_;
+    // the sender (resched_curr); an idle loop ends when this returns. In
+    // guest mode the IPI forced the VM exit (kvm_vcpu_kick).
+    --pending_resched_;
+    ++stats_.ipis;
     ++stats_.resched_ipis;
     ++stats_.irqs;
-    cost += costs_.irq_entry(rng_) + costs_.scheduler_ipi(rng_) + irq_exit(now);
+    cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
     if (!sched_.idle(id_)) end_idle(now);
+  }
+  // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
+  // is synced at the next entry.
+  if (pending_pi_) {
+    pending_pi_ = 0;
+    ++stats_.ipis;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.posted_intr_ipi(rng_) + irq_exit(now);
   }
   if (pending_timer_) {
     pending_timer_ = false;
@@ -234,7 +273,12 @@ void Pcpu::dispatch() {
     end_segment(now);
     vmx_timer_ = kTscNever;
     curr_->preemption_timer_expired(*this, now);
-  } else if (irq_pending() && seg_end_ > now) {
+  } else if (pending_pi_ && seg_kind_ == SegKind::Guest && seg_end_ > now) {
+    // Posted-interrupt notification in non-root mode: no VM exit.
+    pending_pi_ = 0;
+    end_segment(now);
+    curr_->posted_interrupt(*this, now);
+  } else if ((irq_pending() || pending_pi_) && seg_end_ > now) {
     if (seg_kind_ == SegKind::Guest) {
       end_segment(now);
       vmx_timer_ = kTscNever;

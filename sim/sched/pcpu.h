@@ -26,6 +26,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 
@@ -42,6 +44,13 @@ class Host;
 class HostScheduler;
 
 enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest, HostUser };
+
+// Physical IPIs between pCPUs (issue 8: guest IPIs between pinned vCPUs).
+//   Reschedule: smp_send_reschedule() (kvm_vcpu_kick of a blocked vCPU, or
+//               of one in guest mode without APICv: it forces a VM exit);
+//   PostedIntr: POSTED_INTR_VECTOR (kvm_vcpu_trigger_posted_interrupt): in
+//               non-root mode the CPU moves the PIR into the vIRR, no exit.
+enum class HostIpi : std::uint8_t { Reschedule, PostedIntr };
 
 // A host task (vCPU thread, kthread, user process). Its SchedEntity is what
 // the scheduler queues; the pCPU calls run() whenever the thread should start
@@ -65,6 +74,9 @@ class HostThread {
   // A HostUser segment was cut by preemption with `remaining` cycles left
   // (kTscNever: open-ended); run() is called again when it is switched back in.
   virtual void user_preempted(Tsc /*remaining*/) {}
+  // A posted-interrupt notification arrived while a Guest segment ran (no
+  // VM exit); the Guest segment was ended at `now`.
+  virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
   SchedEntity& se() { return se_; }
@@ -82,8 +94,9 @@ struct PcpuCosts {
   Sampler irq_exit;           // cost.host.irq_exit
   Sampler hrtimer_interrupt;  // cost.host.hrtimer_interrupt (incl. clockevent reprogram)
   Sampler context_switch;     // cost.host.context_switch: __schedule() between two threads
-  Sampler ipi_latency;        // cost.host.ipi_latency: ICR write to the interrupt on the target
-  Sampler scheduler_ipi;      // cost.host.scheduler_ipi: the reschedule IPI's handler
+  Sampler ipi_latency;        // cost.host.ipi_latency: ICR write to the target's interrupt
+  Sampler reschedule_ipi;     // cost.host.reschedule_ipi: scheduler_ipi() handler
+  Sampler posted_intr_ipi;    // cost.host.posted_intr_ipi: POSTED_INTR_VECTOR handler in root mode
   // Host noise: device interrupts / IPIs that land on this pCPU.
   double noise_irq_rate_hz = 0;
   Sampler noise_irq_duration;
@@ -94,7 +107,9 @@ struct PcpuCosts {
 };
 
 struct PcpuStats {
-  std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0, resched_ipis = 0;
+  std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
+  std::uint64_t ipis = 0;          // physical IPIs taken (reschedule / posted-interrupt notification)
+  std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
   Tsc irq_cycles = 0, softirq_cycles = 0;
   Tsc busy_cycles = 0;  // time not in the idle task
 };
@@ -140,18 +155,32 @@ class Pcpu : public sc_core::sc_module {
 
   // --- called by Host -------------------------------------------------------
   // A thread was enqueued here and should run (the idle loop ends at once,
-  // or when the interrupt in progress returns). `ipi`: reach this pCPU with
-  // a reschedule IPI (a remote wake-up); otherwise the local need_resched is
-  // seen at the next preemption point.
-  void resched_curr(Tsc now, bool ipi);
-  // Send this pCPU an IPI now (smp_send_reschedule): it arrives after
-  // cost.host.ipi_latency and runs scheduler_ipi() as a host interrupt; in
-  // guest mode it forces a VM exit.
-  void send_reschedule_ipi(Tsc now);
+  // or when the interrupt in progress returns). `from`: the waker's pCPU when
+  // remote: it sends a reschedule IPI leaving at `ipi_at`; otherwise the
+  // local need_resched is seen at the next preemption point.
+  void resched_curr(Tsc now, Pcpu* from = nullptr, Tsc ipi_at = 0);
+
+  // --- Physical IPIs between pCPUs (issue 8) ---------------------------------
+  // Send `kind` to `target`, leaving this pCPU at `sent` (the sender's
+  // ICR write); it arrives after cost.host.ipi_latency.
+  void send_ipi(Pcpu& target, HostIpi kind, Tsc sent);
+  // A posted-interrupt notification is pending (it came in with interrupts
+  // off); VM entry consumes it: the CPU processes it as posted, no exit.
+  bool take_posted_intr_notification() {
+    const bool p = pending_pi_ != 0;
+    pending_pi_ = 0;
+    return p;
+  }
+  // End the current open-ended Guest segment now: a guest spin on this pCPU
+  // sees a store from another CPU (kvm-unit-tests' while (!ipi_done);).
+  void end_guest_spin();
+  // The current segment (or the one a nested IRQ interrupted) ends no later
+  // than `end` (a remote wake-up cuts a vCPU's schedule() short).
+  void shorten_segment(Tsc end);
 
   // Interrupt state.
   [[nodiscard]] bool irq_pending() const {
-    return pending_timer_ || pending_noise_ != 0 || pending_resched_ipi_ != 0;
+    return pending_timer_ || pending_noise_ != 0 || pending_resched_ != 0;
   }
   // Runs every pending host interrupt now (irq entry, handlers, irq_exit with
   // softirqs) and returns the cycles that took; handlers' effects apply now.
@@ -202,12 +231,17 @@ class Pcpu : public sc_core::sc_module {
 
   bool pending_timer_ = false;
   std::uint32_t pending_noise_ = 0;
-  std::uint32_t pending_resched_ipi_ = 0;
-  std::vector<Tsc> ipi_arrivals_;  // reschedule IPIs on their way here
   Tsc noise_next_ = kTscNever;
   Tsc softirq_next_ = kTscNever;
   Tsc softirq_backlog_ = 0;
   PcpuStats stats_;
+  // Physical IPIs in flight to this pCPU (arrival, kind) and pending ones.
+  void receive_ipi(HostIpi kind, Tsc arrival);
+  [[nodiscard]] Tsc next_ipi() const {
+    return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first;
+  }
+  std::vector<std::pair<Tsc, HostIpi>> ipi_inflight_;  // sorted by arrival
+  std::uint32_t pending_resched_ = 0, pending_pi_ = 0;
 };
 
 }  // namespace kvmsim

@@ -89,6 +89,21 @@ void TraceObserver::on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) {
   writer_.kvm_apic_accept_irq(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
 }
 
+// __apic_accept_irq() of an IPI runs on the sender's thread and pCPU; the
+// apicid is the target's.
+void TraceObserver::on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) {
+  KvmApicAcceptIrq e;
+  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(target)]);
+  e.vec = vector;
+  writer_.kvm_apic_accept_irq(ns(t), tasks_[static_cast<std::size_t>(sender)], cpu_of(sender), e);
+}
+
+// kvm_apic_ipi, from the sender's kvm_apic_send_ipi().
+void TraceObserver::on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) {
+  writer_.kvm_apic_ipi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
+                       KvmApicIpi{icr_low, dest_id});
+}
+
 }  // namespace kvmsim::trace
 
 namespace kvmsim::trace {

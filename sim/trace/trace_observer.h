@@ -40,6 +40,8 @@ class TraceObserver : public ModelObserver {
   void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
   void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
   void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
+  void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) override;
+  void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) override;
   void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
   void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,

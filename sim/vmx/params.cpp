@@ -63,6 +63,15 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.vcpu_wakeup", ParamType::Dist, "2us", "time", {}, {}, {},
              "From the kick in apic_timer_fn to the vCPU thread running again: idle exit, "
              "try_to_wake_up(), schedule() in, return from kvm_vcpu_block()."});
+  r.declare({"cost.vcpu_block_abort", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "kvm_vcpu_block() woken from another pCPU before it left its run queue "
+             "(ttwu_runnable): the schedule() under way returns to the vCPU task without a "
+             "context switch; replaces the rest of cost.vcpu_block."});
+  r.declare({"cost.vcpu_enter_guest_exit_share", ParamType::Double, "0.5", "fraction", 0, 1, {},
+             "Share of cost.vcpu_enter_guest spent on the exit side (handle_exit_irqoff, IRQ "
+             "enable/disable, guest_exit_irqoff, srcu_read_lock) before vmx_handle_exit(). The "
+             "model splits the stage only for an exit whose handler's effect leaves mid-way "
+             "(the ICR write's IPI); elsewhere the whole stage follows the handler."});
   r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }

@@ -76,16 +76,107 @@ void Vcpu::kick(Tsc now, int from_cpu) {
   if (state_ == State::Blocked) {
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
-  } else if (state_ == State::InGuest && pcpu_->id() != from_cpu &&
+  } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
              pcpu_->current() == this) {
     ++stats_.kicks;
-    pcpu_->send_reschedule_ipi(now);  // smp_send_reschedule(): forces a VM exit
+    // smp_send_reschedule(): forces a VM exit.
+    pcpu_->host().pcpu(from_cpu).send_ipi(*pcpu_, HostIpi::Reschedule, now);
   }
 }
 
 // kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
-// pending or already in the (v)IRR.
-bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.timer_irr(); }
+// pending, or a vector is deliverable from the (v)IRR or waits in the PIR.
+bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.has_interrupt(); }
+
+// --- IPIs from other vCPUs ----------------------------------------------------
+
+bool Vcpu::in_guest_mode_for_ipi() const {
+  switch (state_) {
+    case State::WaitEarly:
+    case State::VmxVcpuRun:
+    case State::WaitLate:
+    case State::VmEntry:
+    case State::InGuest:
+    case State::VmExit:
+    case State::Fastpath:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kvm_vcpu_kick() on another vCPU's thread: kvm_vcpu_wake_up() wakes a
+// vCPU waiting in kvm_vcpu_block() (a task already off its CPU needs the
+// reschedule IPI to leave the idle loop); otherwise, if the target is in
+// guest mode, kvm_arch_vcpu_should_kick() flips it to EXITING_GUEST_MODE
+// and smp_send_reschedule() forces the exit. A second kick before the
+// first landed does nothing (the task is already running / exiting).
+Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
+  if (state_ == State::Blocked) {
+    if (se().on_rq) return 0;  // already woken: the wake-up is on its way
+    lapic_.count_kick();
+    const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
+    // try_to_wake_up() at the end of the sender's kick; a remote target pCPU
+    // is reached with the reschedule IPI leaving then.
+    pcpu_->host().wake_up(this, sender.pcpu().id(), now_tsc(), at + c);
+    return c;
+  }
+  if (state_ == State::Block) {
+    // rcuwait_wake_up() of a task that has not left its run queue yet
+    // (ttwu_runnable): the schedule() under way returns to it at once and
+    // kvm_vcpu_check_block() sees the vector.
+    lapic_.count_kick();
+    if (!block_kicked_) {
+      block_kicked_ = true;
+      pcpu_->shorten_segment(at);
+    }
+    return 0;
+  }
+  if (in_guest_mode_for_ipi() && !exiting_) {
+    exiting_ = true;
+    lapic_.count_kick();
+    const Tsc c = lapic_.costs().kick_ipi(sender.rng());
+    sender.pcpu().send_ipi(*pcpu_, HostIpi::Reschedule, at + c);
+    return c;
+  }
+  return 0;
+}
+
+// The CPU's posted-interrupt processing in non-root mode: PIR -> vIRR and,
+// if the guest can take it, virtual-interrupt delivery; the guest step the
+// notification cut short continues after the handler.
+void Vcpu::posted_interrupt(Pcpu& cpu, Tsc now) {
+  const Tsc end = cpu.segment_end();
+  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  lapic_.sync_pir_to_irr(true);
+  deliver_pending_interrupt(now);
+  guest_step(now);
+}
+
+// Virtual-interrupt delivery (or the injection done at entry): the highest
+// deliverable vector is taken if the guest is interruptible.
+void Vcpu::deliver_pending_interrupt(Tsc now) {
+  if (!guest_->interruptible()) return;
+  const int v = lapic_.ack_interrupt();
+  if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
+}
+
+// The ICR write's kvm_apic_send_ipi() at the end of the decode stage; the
+// rest (accept on the target, notify or kick) is the next stage of the
+// same kind.
+void Vcpu::send_icr_ipi(Tsc now) {
+  icr_send_pending_ = false;
+  const Tsc cost = lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
+                                   static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
+  // handle_fastpath_set_msr_irqoff).
+  ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  if (state_ == State::Fastpath) {
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
+  } else {
+    pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
+  }
+}
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
@@ -140,6 +231,10 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
 }
 
 void Vcpu::after_handle_exit(Tsc now) {
+  if (icr_send_pending_) {
+    send_icr_ipi(now);
+    return;
+  }
   if (exit_reason_ == ExitReason::HLT) {  // kvm_emulate_halt(): the vCPU is halted
     vcpu_block(now);
     return;
@@ -159,6 +254,13 @@ void Vcpu::after_handle_exit(Tsc now) {
 // not modelled (kvm.halt_poll_ns = 0): the thread schedules out.
 void Vcpu::vcpu_block(Tsc now) {
   hv_timer_before_block_ = lapic_.hv_timer_in_use();
+  // kvm_vcpu_check_block() before any waiting: a vector another vCPU sent
+  // during the HLT exit is already in the IRR/PIR. (A timer that fired then
+  // is still found only at the end of the block stage, as before.)
+  if (lapic_.has_interrupt()) {
+    end_block(now, 0);
+    return;
+  }
   Tsc cost = costs_.vcpu_block(rng());
   if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
   state_ = State::Block;
@@ -169,12 +271,16 @@ void Vcpu::vcpu_block(Tsc now) {
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
   if (vcpu_runnable()) {
-    end_block(now, 0);
+    const bool kicked = block_kicked_;
+    block_kicked_ = false;
+    end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }
+  block_kicked_ = false;
   ++stats_.blocks;
   ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
   block_start_ = now;
+  woken_ = false;
   state_ = State::Blocked;
   pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
 }
@@ -193,8 +299,18 @@ void Vcpu::end_block(Tsc now, Tsc sched_cost) {
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
   if (steal_update_) record_steal_time(now);
-  Tsc cost = costs_.vcpu_enter_guest(rng());
+  Tsc cost = 0;
+  if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
+    cost = enter_guest_entry_side_;
+    enter_guest_entry_side_ = kTscNever;
+  } else {
+    cost = costs_.vcpu_enter_guest(rng());
+  }
   cost += lapic_.inject_pending_timer_irqs(now);
+  if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
+    event_request_ = false;
+    cost += lapic_.inject_event();
+  }
   pcpu_->run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
 }
 
@@ -260,6 +376,20 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
     // skip the instruction.
     ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
     cost = costs_.fastpath_wrmsr(rng()) + lapic_.set_tscdeadline_msr(exit_step_.value, now);
+  } else if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_X2APIC_ICR &&
+             KvmLapic::icr_fastpath_ok(exit_step_.value)) {
+    // handle_fastpath_set_x2apic_icr_irqoff() (Wanpeng Li, v5.6): the IPI
+    // is sent before interrupts are enabled and before vmx_handle_exit();
+    // EXIT_FASTPATH_EXIT_HANDLED (REENTER_GUEST only since 2024): the slow
+    // path's vcpu_enter_guest() still runs.
+    fastpath_ = ExitFastpath::ExitHandled;
+    ++stats_.fastpath_exit_handled;
+    icr_send_pending_ = true;
+    state_ = State::Fastpath;
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
+                  costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
+                      lapic_.costs().x2apic_icr_write(rng()));
+    return true;
   } else if (exit_reason_ == ExitReason::PREEMPTION_TIMER) {
     // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
     // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
@@ -272,8 +402,9 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
   // a pending request (the timer interrupt waiting for
   // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
   // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
-  fastpath_ = lapic_.pending() || pcpu_->need_resched() ? ExitFastpath::ExitHandled
-                                                        : ExitFastpath::ReenterGuest;
+  fastpath_ = lapic_.pending() || event_request_ || pcpu_->need_resched()
+                  ? ExitFastpath::ExitHandled
+                  : ExitFastpath::ReenterGuest;
   ++(fastpath_ == ExitFastpath::ReenterGuest ? stats_.fastpath_reenter
                                              : stats_.fastpath_exit_handled);
   state_ = State::Fastpath;
@@ -282,6 +413,10 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
 }
 
 void Vcpu::after_fastpath(Tsc now) {
+  if (icr_send_pending_) {
+    send_icr_ipi(now);
+    return;
+  }
   if (fastpath_ == ExitFastpath::ReenterGuest) {
     begin_vmx_vcpu_run(now);
     return;
@@ -291,6 +426,7 @@ void Vcpu::after_fastpath(Tsc now) {
 
 void Vcpu::enter_guest_mode(Tsc now) {
   state_ = State::InGuest;
+  exiting_ = false;
   ++stats_.entries;
   ctx().obs.vmentry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
@@ -307,11 +443,12 @@ void Vcpu::enter_guest_mode(Tsc now) {
     }
     pcpu_->arm_vmx_preemption_timer(fire);
   }
+  // Vectors posted meanwhile: vcpu_enter_guest()'s sync_pir_to_irr() after
+  // IN_GUEST_MODE, or a notification pending with interrupts off, which the
+  // CPU processes as posted once in non-root mode (no exit).
+  lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
-  if (lapic_.timer_irr() && guest_->interruptible()) {
-    lapic_.ack_timer_irr();
-    guest_->deliver_interrupt(LOCAL_TIMER_VECTOR, now);
-  }
+  deliver_pending_interrupt(now);
   guest_step(now);
 }
 
@@ -375,11 +512,26 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());
-      ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);  // trace_kvm_msr_write
+      // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
+      if (exit_step_.msr != MSR_X2APIC_ICR)
+        ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
       if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
         cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
       } else if (exit_step_.msr == MSR_X2APIC_EOI) {
         cost += lapic_.eoi();  // x2APIC EOI trapped without APICv
+      } else if (exit_step_.msr == MSR_X2APIC_ICR) {
+        // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2), (ICR) ->
+        // kvm_apic_send_ipi(): the IPI goes out at the end of this stage
+        // (send_icr_ipi). What lies between the exit and the send includes
+        // vcpu_enter_guest()'s exit side, which the model otherwise counts
+        // after the handler: drawn now, its entry side is kept for later.
+        const Tsc veg = costs_.vcpu_enter_guest(rng());
+        const auto exit_side =
+            static_cast<Tsc>(static_cast<double>(veg) * costs_.vcpu_enter_guest_exit_share);
+        enter_guest_entry_side_ = veg - exit_side;
+        cost += exit_side + lapic_.costs().x2apic_msr_write(rng()) +
+                lapic_.costs().x2apic_icr_write(rng());
+        icr_send_pending_ = true;
       }
       break;
     case ExitReason::PREEMPTION_TIMER:

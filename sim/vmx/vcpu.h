@@ -89,8 +89,10 @@ struct VcpuCosts {
   Sampler exit_fastpath;              // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
   Sampler fastpath_wrmsr;             // handle_fastpath_set_msr_irqoff() before the LAPIC work
   Sampler handle_halt;                // kvm_emulate_halt(): skip the instruction, mark halted
-  Sampler vcpu_block;   // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
-  Sampler vcpu_wakeup;  // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
+  double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
 // vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
@@ -147,6 +149,7 @@ class Vcpu : public HostThread {
   // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.
   void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
   void sched_in(Pcpu& cpu, Tsc now) override;
+  void posted_interrupt(Pcpu& cpu, Tsc now) override;
 
   // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
   bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
@@ -155,6 +158,20 @@ class Vcpu : public HostThread {
   // blocked vCPU, or IPI its pCPU when it is in guest mode elsewhere.
   void kick(Tsc now, int from_cpu);
   void kick(Tsc now) { kick(now, pcpu_->id()); }
+
+  // --- IPIs from other vCPUs (issue 8) -------------------------------------
+  // kvm_vcpu_kick() from `sender`'s thread at `at`: wake a blocked vCPU
+  // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
+  // sender's cost.
+  Tsc kick_from(Vcpu& sender, Tsc at);
+  // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
+  // part until the exit is handled with interrupts on (incl. the fastpath).
+  [[nodiscard]] bool in_guest_mode_for_ipi() const;
+  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  // The guest wrote memory another vCPU's guest spins on.
+  void guest_store_seen() {
+    if (state_ == State::InGuest) pcpu_->end_guest_spin();
+  }
 
   [[nodiscard]] int id() const { return vcpu_id_; }
   [[nodiscard]] int vm_id() const { return vm_id_; }
@@ -210,6 +227,8 @@ class Vcpu : public HostThread {
   void vcpu_block(Tsc now);
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
+  void send_icr_ipi(Tsc now);
+  void deliver_pending_interrupt(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);
@@ -233,6 +252,13 @@ class Vcpu : public HostThread {
   GuestStep exit_step_;  // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
   bool hv_timer_before_block_ = false;
+  bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
+  bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
+  bool woken_ = false;
+  bool block_kicked_ = false;               // a remote kick came during the Block stage
+  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
+                                            // remote wake-up of the blocked thread is on its way
+  bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;

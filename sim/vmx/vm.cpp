@@ -22,6 +22,8 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.handle_halt = S(p, clk, "cost.handle_halt");
   vc.vcpu_block = S(p, clk, "cost.vcpu_block");
   vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
+  vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
+  vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
   vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
@@ -37,6 +39,13 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
   lc.wait_lapic_expire = S(p, clk, "cost.lapic.wait_lapic_expire");
   lc.eoi = S(p, clk, "cost.lapic.eoi");
+  lc.x2apic_icr_write = S(p, clk, "cost.lapic.x2apic_icr_write");
+  lc.accept_irq = S(p, clk, "cost.lapic.accept_irq");
+  lc.x2apic_msr_write = S(p, clk, "cost.lapic.x2apic_msr_write");
+  lc.posted_intr_notify = S(p, clk, "cost.lapic.posted_intr_notify");
+  lc.kick_wakeup = S(p, clk, "cost.lapic.kick_wakeup");
+  lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");
+  lc.inject_irq = S(p, clk, "cost.lapic.inject_irq");
 
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
@@ -77,6 +86,9 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
     vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg.vcpu_costs,
                                             cfg.vmx, cfg.lapic, cfg.lapic_costs, cfg.tsc));
   }
+  // kvm_apic_map: APIC ID = vCPU index in the VM.
+  for (const auto& v : vcpus_) apic_map_.add(v.get());
+  for (const auto& v : vcpus_) v->lapic().set_apic_map(&apic_map_);
 }
 
 void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
@@ -93,7 +105,13 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
-  m["vcpu.kicks"] = static_cast<double>(vs.kicks);
+  IpiStats is;
+  for (const auto* v : vcpus_) is += v->lapic().ipi_stats();
+  m["ipi.sent"] = static_cast<double>(is.sent);
+  m["ipi.accepted"] = static_cast<double>(is.accepted);
+  m["ipi.posted"] = static_cast<double>(is.posted);  // delivered without a target exit
+  // Timer kicks (apic_timer_fn) and IPI kicks (kvm_irq_delivery_to_apic).
+  m["vcpu.kicks"] = static_cast<double>(vs.kicks + is.kicks);
   m["vcpu.kicks_lost"] = static_cast<double>(vs.kicks_lost);
   // Per vCPU thread (VM-major): CPU time received, and time runnable but
   // waiting for its pCPU (sched_info run_delay, which record_steal_time()

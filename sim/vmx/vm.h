@@ -9,6 +9,7 @@
 
 #include "sim/core/metrics.h"
 #include "sim/core/params.h"
+#include "sim/lapic/apic_map.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -39,6 +40,7 @@ class Vm {
   int id_;
   std::uint64_t guest_tsc_khz_;
   std::vector<std::unique_ptr<Vcpu>> vcpus_;
+  ApicMap apic_map_;
 };
 
 // vmx.*, vcpu.* and lapic.* counters summed over `vcpus` (kvm's per-vCPU
