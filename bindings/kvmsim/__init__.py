@@ -21,13 +21,22 @@ from ._run import RunResult, find_binary, run
 from ._sweep import scenario_sweep, sweep
 from . import published
 
+
+def scenario(name):
+    """Path of a scenario file of the source tree this package was built from
+    (``kvmsim.scenario("cyclictest_pinned.yaml")``)."""
+    import os
+    from . import _kvmsim
+
+    return os.path.join(_kvmsim.SOURCE_DIR, "scenarios", name)
+
 __all__ = [
     "KvmsimError", "RunTimeout", "ScenarioError", "SimulationCrash", "SimulationError",
     "params", "resolve", "validate",
     "Histogram", "compare", "load_histogram", "read_histogram",
     "read_trace", "trace_stats",
     "RunResult", "find_binary", "run",
-    "scenario_sweep", "sweep", "published",
+    "scenario_sweep", "sweep", "published", "scenario",
 ]
 
 

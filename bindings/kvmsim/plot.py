@@ -67,11 +67,14 @@ def breakdown(results, ax=None):
     stages = []
     for _, s in frames:
         stages += [k for k in s.index if k not in stages]
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab20"].colors
     left = np.zeros(len(frames))
     y = np.arange(len(frames))
-    for stage in stages:
+    for i, stage in enumerate(stages):
         w = np.array([s.get(stage, 0.0) for _, s in frames])
-        ax.barh(y, w, left=left, label=stage)
+        ax.barh(y, w, left=left, label=stage, color=colors[i % len(colors)])
         left += w
     ax.set_yticks(y, [label for label, _ in frames])
     ax.set_xlabel("mean time per wake-up (ns), from the timer deadline")
