@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash
+from ._params import resolve
 from ._run import ChildGroup, find_binary, run
 
 _SWEEP_KEYS = ("grid", "seeds", "set")
@@ -108,6 +109,8 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
     workers   local child processes at once (default: os.cpu_count())
     client    a dask.distributed.Client: run on its workers instead
     progress  tqdm bar on stderr (None: when there are >= 8 runs and tqdm exists)
+    timeout   seconds per run (its row says "timeout")
+    Raises ScenarioError when the scenario file or ``set`` is bad (before any run).
     """
     scenario = os.path.abspath(os.fspath(scenario))
     if grid is None:
@@ -116,6 +119,9 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         seeds = seeds if seeds is not None else sec["seeds"]
         set = {**sec["set"], **(set or {})}
     seeds = list(seeds) if seeds is not None else [1]
+    # The scenario and the common overrides are checked once, in-process: a bad file
+    # fails the sweep (ScenarioError); a bad point only fails its row.
+    resolve(scenario, set)
     exe = find_binary(binary)
     tasks = [(p, s) for p in grid_points(grid) for s in seeds]
     rows = [None] * len(tasks)

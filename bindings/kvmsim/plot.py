@@ -26,7 +26,8 @@ def histogram(results, published=None, ax=None, xmax=None, normalize=False):
 
     results    a RunResult, Histogram, path or count array, or {label: one of these}
     published  the same kinds, or a DataFrame with a ``bucket_us`` column and one
-               column per series (e.g. kvmsim.published.t1_histogram()); drawn dashed
+               column per series (e.g. kvmsim.published.t1_histogram()); drawn dashed,
+               the i-th published series in the colour of the i-th result
     normalize  plot fractions of samples instead of counts (different run lengths)
     """
     ax = _axes(ax)
@@ -44,12 +45,15 @@ def histogram(results, published=None, ax=None, xmax=None, normalize=False):
     elif published is not None:
         series += [(f"published {label}", as_histogram(r).counts.astype(float), "--")
                    for label, r in _labelled(published, "published")]
-    for label, counts, style in series:
+    n_sim = len(_labelled(results))
+    for i, (label, counts, style) in enumerate(series):
+        color = f"C{i if i < n_sim else i - n_sim}"  # i-th published series: i-th result's colour
         y = counts / counts.sum() if normalize and counts.sum() else counts
         x = np.arange(len(y))
         nz = np.nonzero(y)[0]
         top = max(top, nz.max() + 1 if len(nz) else 0)
-        ax.step(x, np.where(y > 0, y, np.nan), where="mid", linestyle=style, label=label)
+        ax.step(x, np.where(y > 0, y, np.nan), where="mid", linestyle=style, label=label,
+                color=color)
     ax.set_yscale("log")
     ax.set_xlim(0, xmax if xmax is not None else max(top + 1, 5))
     ax.set_xlabel("latency (us, 1-us buckets)")

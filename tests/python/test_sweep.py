@@ -63,6 +63,13 @@ def test_a_failing_point_is_reported_in_its_row_while_the_others_finish():
     assert list(df.loc[[0, 2], "cyclictest.loops"]) == [1000, 1500]
 
 
+def test_a_bad_scenario_or_common_override_fails_the_whole_sweep_before_any_run(tmp_path):
+    with pytest.raises(kvmsim.ScenarioError, match="nope.yaml"):
+        kvmsim.sweep(tmp_path / "nope.yaml", grid={"kvm.enable_hv_timer": [True]})
+    with pytest.raises(kvmsim.ScenarioError, match="unknown key 'cyclictest.lops'"):
+        kvmsim.sweep(T1, grid={"kvm.enable_hv_timer": [True]}, set={"cyclictest.lops": 5})
+
+
 def test_scenario_sweep_section_gives_grid_seeds_and_set():
     sec = kvmsim.scenario_sweep(SWEEP_T1)
     assert sec == {"grid": GRID, "seeds": SEEDS, "set": SHORT}
