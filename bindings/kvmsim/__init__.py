@@ -13,6 +13,8 @@ statistics) is the same C++ code as the CLI's, bound in-process (``_kvmsim``).
     >>> df = kvmsim.sweep("scenarios/cyclictest_pinned.yaml",
     ...                   grid={"kvm.enable_hv_timer": [True, False]}, seeds=[1, 2])
 """
+__version__ = "0.1"  # the CMake project version
+
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash, SimulationError
 from ._params import params, resolve, validate
 from ._histogram import Histogram, compare, load_histogram, read_histogram

@@ -119,3 +119,36 @@ def test_cli_plot_writes_pngs_for_a_run_folder_and_a_sweep_csv(tmp_path, kvmsim_
 def test_the_scenario_loader_accepts_a_sweep_section(kvmsim_binary):
     r = kvmsim.run(SWEEP_T1, set=SHORT, seed=1)
     assert r.metrics["cyclictest.loops"] == 2000
+
+
+def test_ctrl_c_during_a_local_sweep_kills_the_running_children(tmp_path):
+    import signal
+    import sys
+    import textwrap
+    import time
+
+    from conftest import PKG
+    from test_run import _alive, _fake_cli
+
+    pids = tmp_path / "pids"
+    exe = _fake_cli(tmp_path, f"echo $$ >> {pids}; exec sleep 30")
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {PKG!r})
+        import kvmsim
+        try:
+            kvmsim.sweep({T1!r}, grid={{"vm.count": [1, 1, 1, 1]}}, workers=2, binary={exe!r})
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    running = [int(p) for p in pids.read_text().split()]
+    assert len(running) == 2  # two workers: two children at once
+    parent.send_signal(signal.SIGINT)
+    out, _ = parent.communicate(timeout=10)
+    assert "interrupted" in out
+    assert not any(_alive(p) for p in running)
+    assert len(pids.read_text().split()) == 2  # the queued points never started
