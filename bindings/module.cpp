@@ -278,15 +278,13 @@ PYBIND11_MODULE(_kvmsim, m) {
         py::arg("thread") = 0);
   m.def("compare_json", &compare_json, py::arg("a_threads"), py::arg("a_buckets"),
         py::arg("b_threads"), py::arg("b_buckets"), py::arg("w1_us") = py::none(),
-        py::arg("ks") = py::none(), py::arg("avg_us") = py::none(),
-        py::arg("p99_us") = py::none(), py::arg("merge") = false, py::arg("name_a") = "A",
-        py::arg("name_b") = "B");
+        py::arg("ks") = py::none(), py::arg("avg_us") = py::none(), py::arg("p99_us") = py::none(),
+        py::arg("merge") = false, py::arg("name_a") = "A", py::arg("name_b") = "B");
   m.def(
       "stage_names",
       [] {
         std::vector<std::string> names;
-        for (int i = 0; i < kStageCount; ++i)
-          names.emplace_back(stage_name(static_cast<Stage>(i)));
+        for (int i = 0; i < kStageCount; ++i) names.emplace_back(stage_name(static_cast<Stage>(i)));
         return names;
       },
       "Latency-breakdown stages in the model's order (sim/core/stage.h)");

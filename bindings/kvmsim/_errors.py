@@ -1,5 +1,7 @@
 """Exceptions. ScenarioError is the C++ one (bad scenario, override or file)."""
-from ._kvmsim import ScenarioError  # noqa: F401  (subclass of ValueError)
+from ._kvmsim import ScenarioError  # (a ValueError) re-exported by kvmsim
+
+__all__ = ["ScenarioError", "KvmsimError", "SimulationError", "SimulationCrash", "RunTimeout"]
 
 
 class KvmsimError(RuntimeError):

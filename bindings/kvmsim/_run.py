@@ -7,7 +7,6 @@ import subprocess
 import tempfile
 import threading
 
-import numpy as np
 import pandas as pd
 
 from . import _kvmsim

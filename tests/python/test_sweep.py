@@ -1,12 +1,11 @@
 """kvmsim.sweep: grid x seeds, locally or on Dask, equal to single runs; the CLI's sweep/plot."""
-import os
 import subprocess
 
 import pandas as pd
 import pytest
 
 import kvmsim
-from conftest import SHORT, SWEEP_T1, T1, same_metrics
+from conftest import SHORT, SWEEP_T1, T1
 
 GRID = {"kvm.enable_hv_timer": [True, False], "kvm.lapic_timer_advance_ns": [0, 1000]}
 SEEDS = [1, 2]
