@@ -99,6 +99,25 @@ def run_child(args, timeout=None, group=None):
     return out, err
 
 
+def parse_exit_table(text):
+    """{reason: (min_us, max_us)} from the `perf kvm stat`-style table `kvmsim run` prints
+    (the per-reason min/max that summary.json does not carry). {} if there is none."""
+    out = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.split()[:2] == ["VM-EXIT", "Samples"]:
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) != 7 or not f[4].endswith("us") or not f[5].endswith("us"):
+                    break
+                try:
+                    out[f[0]] = (float(f[4][:-2]), float(f[5][:-2]))
+                except ValueError:
+                    break
+            break
+    return out
+
+
 class RunResult:
     """The outputs of one run.
 
@@ -106,12 +125,13 @@ class RunResult:
     params     dict key -> canonical text (every parameter, resolved)
     histogram  numpy array of counts in 1-us buckets (None for non-latency workloads)
     histogram_file  the full Histogram (overflows, printed min/avg/max), or None
-    exits      DataFrame like perf kvm stat: reason, samples, samples_pct, time_pct, avg_us
+    exits      DataFrame like perf kvm stat: reason, samples, samples_pct, time_pct, min_us,
+               max_us (from the CLI's printed table, 0.01 us resolution), avg_us
     breakdown  DataFrame: stage, avg_ns (mean time per wake-up in each stage, from the
                timer deadline), stages in the model's order as `kvmsim run` prints them
     """
 
-    def __init__(self, scenario, set, seed, summary, histogram_file=None):
+    def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None):
         self.scenario = scenario
         self.set = dict(set or {})
         self.seed = seed if seed is not None else int(summary["metrics"].get("sim.seed", -1))
@@ -119,6 +139,7 @@ class RunResult:
         self.params = dict(summary.get("params", {}))
         self.histogram_file = histogram_file
         self.histogram = None if histogram_file is None else histogram_file.counts
+        self._exit_min_max = dict(exit_min_max or {})
 
     @property
     def exits(self):
@@ -134,8 +155,11 @@ class RunResult:
         df["samples_pct"] = 100.0 * df["samples"] / total if total else 0.0
         df["time_pct"] = 100.0 * time / time.sum() if total else 0.0
         df["avg_us"] = df["avg_ns"] / 1e3
+        nan = (float("nan"), float("nan"))
+        df["min_us"] = [self._exit_min_max.get(r, nan)[0] for r in df["reason"]]
+        df["max_us"] = [self._exit_min_max.get(r, nan)[1] for r in df["reason"]]
         df = df.sort_values(["samples", "reason"], ascending=[False, True], ignore_index=True)
-        return df[["reason", "samples", "samples_pct", "time_pct", "avg_us"]]
+        return df[["reason", "samples", "samples_pct", "time_pct", "min_us", "max_us", "avg_us"]]
 
     @property
     def breakdown(self):
@@ -180,21 +204,21 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
     else:
         out_dir = os.fspath(out)
     try:
-        args = [exe, "run", scenario, "-q", "--out", out_dir]
+        args = [exe, "run", scenario, "--out", out_dir]  # stdout: the summary (exit table)
         for o in overrides(set):
             args += ["--set", o]
         if seed is not None:
             args += ["--seed", str(int(seed))]
         if trace is not None:
             args += ["--trace", os.fspath(trace)]
-        run_child(args, timeout, _group)
+        stdout, _ = run_child(args, timeout, _group)
         with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
         hist_path = os.path.join(out_dir, "histogram.txt")
         hist = load_histogram(hist_path) if os.path.exists(hist_path) else None
         if hist is not None and tmp is not None:
             hist.source = None
-        return RunResult(scenario, set, seed, summary, hist)
+        return RunResult(scenario, set, seed, summary, hist, parse_exit_table(stdout))
     finally:
         if tmp is not None:
             tmp.cleanup()

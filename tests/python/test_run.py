@@ -26,6 +26,7 @@ def test_run_returns_contract_metrics_histogram_exits_and_resolved_params():
     assert ex.loc["MSR_WRITE", "samples"] == r.metrics["exits.MSR_WRITE.count"]
     assert ex["samples_pct"].sum() == pytest.approx(100.0)
     assert r.exits["samples"].is_monotonic_decreasing
+    assert (ex["min_us"] <= ex["avg_us"]).all() and (ex["avg_us"] <= ex["max_us"]).all()
 
 
 def test_breakdown_stages_sum_to_the_total_in_the_models_order():
