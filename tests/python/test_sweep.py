@@ -89,6 +89,7 @@ def test_cli_sweep_writes_the_same_rows_as_the_python_sweep(tmp_path, kvmsim_bin
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "8 runs, 8 ok, 0 failed" in p.stderr
+    assert "kvmsim sweep: 100%" in p.stderr and "8/8" in p.stderr  # the progress line
     # round_trip: pandas' default float parser may be off by one ulp.
     check_against_single_runs(pd.read_csv(out, float_precision="round_trip"), single_runs)
 
