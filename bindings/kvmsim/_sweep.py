@@ -9,6 +9,7 @@ import itertools
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as completed
 
 import pandas as pd
 
@@ -148,8 +149,7 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
                 futures = {pool.submit(run_point, scenario, p, s, set, exe, timeout, group): i
                            for i, (p, s) in enumerate(tasks)}
                 try:
-                    from concurrent.futures import as_completed as done
-                    for fut in done(futures):
+                    for fut in completed(futures):
                         rows[futures[fut]] = fut.result()
                         if bar:
                             bar.update()
