@@ -5,7 +5,8 @@
       runs the scenario's `sweep:` section (or --grid), one child run per point;
       a progress line on stderr, one CSV row per run. Exit 1 if any point failed.
   kvmsim plot DIR [--png FILE] [--published t1]
-      histogram.txt of a run's --out folder (log counts) and its latency breakdown.
+      histogram.txt of a run's --out folder (log counts) and its latency breakdown
+      (per-stage cycles for vmexit tests).
   kvmsim plot results.csv --x KEY --y METRIC [--hue KEY] [--png FILE]
 """
 import argparse
@@ -74,7 +75,8 @@ def cmd_plot(a):
             summary = json.load(f)
         result = kvmsim.RunResult(summary.get("scenario"), {}, None, summary,
                                   kvmsim.load_histogram(hist) if os.path.exists(hist) else None)
-        panels = (result.histogram is not None) + (not result.breakdown.empty)
+        has_stages = not (result.breakdown.empty and result.stage_cycles.empty)
+        panels = (result.histogram is not None) + has_stages
         if not panels:
             raise kvmsim.ScenarioError(f"{src}: nothing to plot (no histogram, no breakdown)")
         fig, axes = plt.subplots(panels, 1, figsize=(8, 4 * panels), squeeze=False)
@@ -85,8 +87,8 @@ def cmd_plot(a):
                                   normalize=published is not None)
             axes[i][0].set_title(os.path.basename(str(summary.get("scenario", src))))
             i += 1
-        if not result.breakdown.empty:
-            kvmsim.plot.breakdown({"mean": result}, ax=axes[i][0])
+        if has_stages:
+            kvmsim.plot.breakdown({"run": result}, ax=axes[i][0])
         png = a.png or os.path.join(src, "plot.png")
     else:
         import pandas as pd

@@ -129,6 +129,7 @@ class RunResult:
                max_us (from the CLI's printed table, 0.01 us resolution), avg_us
     breakdown  DataFrame: stage, avg_ns (mean time per wake-up in each stage, from the
                timer deadline), stages in the model's order as `kvmsim run` prints them
+    stage_cycles  DataFrame: test, stage, cycles (vmexit tests: host cycles per iteration)
     """
 
     def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None):
@@ -169,6 +170,20 @@ class RunResult:
         order = {name: i for i, name in enumerate(_kvmsim.stage_names())}
         rows.sort(key=lambda r: (order.get(r[0], len(order)), r[0]))
         return pd.DataFrame(rows, columns=["stage", "avg_ns"])
+
+    @property
+    def stage_cycles(self):
+        """vmexit tests: host cycles per iteration in each stage (``vmexit.<test>.stage.<stage>.cycles``),
+        as a DataFrame with columns test, stage, cycles, stages in the model's order."""
+        order = {name: i for i, name in enumerate(_kvmsim.stage_names())}
+        rows = []
+        for k, v in self.metrics.items():
+            parts = k.split(".")
+            if len(parts) == 5 and parts[0] == "vmexit" and parts[2] == "stage" \
+                    and parts[4] == "cycles":
+                rows.append((parts[1], parts[3], v))
+        rows.sort(key=lambda r: (r[0], order.get(r[1], len(order)), r[1]))
+        return pd.DataFrame(rows, columns=["test", "stage", "cycles"])
 
     def to_frame(self):
         """One row: the overrides, the seed, then every metric."""

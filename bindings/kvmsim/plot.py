@@ -64,24 +64,35 @@ def histogram(results, published=None, ax=None, xmax=None, normalize=False):
 
 
 def breakdown(results, ax=None):
-    """Where the latency went: one stacked bar per run, one segment per stage (ns)."""
-    ax = _axes(ax)
-    runs = _labelled(results, "run")
-    frames = [(label, r.breakdown.set_index("stage")["avg_ns"]) for label, r in runs]
-    stages = []
-    for _, s in frames:
-        stages += [k for k in s.index if k not in stages]
+    """Where the latency went: one stacked bar per run, one segment per stage.
+
+    Latency workloads (cyclictest, tscdeadline_latency): mean ns per wake-up from the
+    timer deadline (``result.breakdown``). vmexit tests: one bar per test, host cycles
+    per iteration (``result.stage_cycles``).
+    """
     import matplotlib
 
+    ax = _axes(ax)
+    bars, units = [], set()
+    for label, r in _labelled(results, "run"):
+        if not r.breakdown.empty:
+            bars.append((label, r.breakdown.set_index("stage")["avg_ns"]))
+            units.add("mean time per wake-up (ns), from the timer deadline")
+        for test, g in r.stage_cycles.groupby("test", sort=False):
+            bars.append((f"{label}: {test}", g.set_index("stage")["cycles"]))
+            units.add("host cycles per iteration")
+    stages = []
+    for _, s in bars:
+        stages += [k for k in s.index if k not in stages]
     colors = matplotlib.colormaps["tab20"].colors
-    left = np.zeros(len(frames))
-    y = np.arange(len(frames))
+    left = np.zeros(len(bars))
+    y = np.arange(len(bars))
     for i, stage in enumerate(stages):
-        w = np.array([s.get(stage, 0.0) for _, s in frames])
+        w = np.array([s.get(stage, 0.0) for _, s in bars])
         ax.barh(y, w, left=left, label=stage, color=colors[i % len(colors)])
         left += w
-    ax.set_yticks(y, [label for label, _ in frames])
-    ax.set_xlabel("mean time per wake-up (ns), from the timer deadline")
+    ax.set_yticks(y, [label for label, _ in bars])
+    ax.set_xlabel(" / ".join(sorted(units)))
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
     return ax
 

@@ -53,3 +53,14 @@ def test_sweep_plot_has_one_line_per_hue_with_the_mean_over_seeds():
     line = [c for c in ax.containers if c.get_label().endswith("True")][0].lines[0]
     assert list(line.get_ydata()) == pytest.approx(list(on.mean()))
     plt.close("all")
+
+
+def test_breakdown_of_a_vmexit_run_has_one_bar_per_test_in_cycles():
+    from conftest import T3
+
+    r = kvmsim.run(T3, set={"vmexit.goal_cycles": 1 << 22}, seed=1)
+    ax = kvmsim.plot.breakdown({"fp": r})
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["fp: tscdeadline",
+                                                            "fp: tscdeadline_immed"]
+    assert "cycles" in ax.get_xlabel()
+    plt.close("all")

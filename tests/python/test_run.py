@@ -51,6 +51,15 @@ def test_kvm_unit_tests_workloads_have_no_histogram_but_their_metrics():
     assert t3.metrics["vmexit.tscdeadline.cycles"] > t3.metrics["vmexit.tscdeadline_immed.cycles"]
 
 
+def test_vmexit_stage_cycles_add_up_to_the_reported_cycles_per_iteration():
+    r = kvmsim.run(T3, set={"vmexit.goal_cycles": 1 << 22}, seed=1)
+    per_test = r.stage_cycles.groupby("test")["cycles"].sum()
+    for test in ("tscdeadline", "tscdeadline_immed"):
+        # vmexit.flat prints an integer: the stages sum to it before truncation
+        assert per_test[test] == pytest.approx(r.metrics[f"vmexit.{test}.cycles"], abs=1.0)
+    assert r.stage_cycles["stage"].iloc[0] == "vmexit"
+
+
 def test_twenty_runs_in_one_process_repeat_their_metrics_exactly():
     first = {s: kvmsim.run(T1, set=SHORT, seed=s).metrics for s in (1, 2)}
     for i in range(18):
