@@ -173,11 +173,21 @@ plt.tight_layout(); plt.show()
 t["error %"] = 100 * (t["simulated"] / t["published"] - 1)
 t'''),
     new_markdown_cell('''\
+Where the cycles of one iteration go, per stage, without and with the fastpath: the
+fastpath replaces `handle_exit` + `vcpu_enter_guest` with the short `exit_fastpath`
+stage; the hardware exit and entry (`vmexit`, `vmentry`) and the guest's own work stay.'''),
+    new_code_cell('''\
+both = {fp: kvmsim.run(kvmsim.scenario("vmexit_tscdeadline.yaml"),
+                       set={"kvm.exit_fastpath": fp, "vmexit.goal_cycles": goal}, seed=1)
+        for fp in (False, True)}
+kvmsim.plot.breakdown({f"fastpath={fp}": r for fp, r in both.items()})
+plt.show()
+both[True].stage_cycles.pivot_table(index="stage", columns="test", values="cycles", sort=False)'''),
+    new_markdown_cell('''\
 The exit statistics of the fastpath run show the WRMSR and preemption-timer exits; the
 `vmx.fastpath.reenter_guest` metric counts the exits the fastpath handled.'''),
     new_code_cell('''\
-r = kvmsim.run(kvmsim.scenario("vmexit_tscdeadline.yaml"),
-               set={"kvm.exit_fastpath": True, "vmexit.goal_cycles": goal}, seed=1)
+r = both[True]
 print("exits handled by the fastpath:", r.metrics.get("vmx.fastpath.reenter_guest"))
 r.exits'''),
 ]
