@@ -256,6 +256,14 @@ std::string trace_stats_text_json(const std::string& path, double raw_ticks_per_
 
 }  // namespace
 
+// libsystemc's own main() calls sc_main. Once the model code this module uses
+// links libsystemc in, Python's dlopen (RTLD_NOW) needs that symbol resolved.
+// The package never elaborates (runs go to the CLI in a child), so this is
+// never called.
+extern "C" __attribute__((visibility("default"))) int sc_main(int /*argc*/, char* /*argv*/[]) {
+  return 1;
+}
+
 PYBIND11_MODULE(_kvmsim, m) {
   m.doc() = "kvmsim internals without SystemC elaboration (use the kvmsim package)";
   m.attr("BUILD_BINARY") = KVMSIM_BUILD_BINARY;
