@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -38,5 +39,8 @@ Command add_explain_command(CLI::App& app);
 void add_view_options(CLI::App& run, RunOptions& opts);
 // Creates the directories the view files go to.
 void prepare_view_outputs(const RunOptions& opts);
+
+// kvmsim sweep ... / kvmsim plot ...: run by the Python package (cmd_python.cpp).
+std::vector<Command> add_python_commands(CLI::App& app);
 
 }  // namespace kvmsim::cli
