@@ -215,6 +215,11 @@ struct PayloadColumns {
     row["wake_pid"] = e.pid;
     row["target_cpu"] = e.target_cpu;
   }
+  void operator()(const trace::KvmApicIpi& e) const {
+    row["icr_low"] = e.icr_low;
+    row["dest_id"] = e.dest_id;
+    row["vec"] = e.icr_low & 0xffU;
+  }
 };
 
 // One dict per event line (framing understood); malformed lines are skipped
