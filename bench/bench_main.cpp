@@ -62,6 +62,7 @@ struct Options {
   std::string json_file;
   std::string list;
   std::string kvmsim;
+  std::string vs;  // a second CLI (another build) timed in the same rounds
   std::string out_dir;
   bool raw_only = false;
   bool no_perf = false;
@@ -72,6 +73,7 @@ struct Scenario {
   std::string group;  // NAME up to the first '.'
   std::string file;
   std::vector<std::string> sets;
+  std::string cli;  // empty: --kvmsim; else the --vs CLI
 };
 
 // One child run's figures.
@@ -115,6 +117,8 @@ void PrintUsage(std::ostream& os) {
      << ", looked up in the current\n"
         "                  directory, then beside the build directory)\n"
         "  --kvmsim PATH   the CLI (default: kvmsim beside this binary)\n"
+        "  --vs PATH       also time a second CLI (e.g. a build of the base commit) on every\n"
+        "                  scenario, in the same rounds; its rows are NAME@vs\n"
         "  --out DIR       run directories (default: bench-out beside this binary)\n"
         "  --raw-only      measure the raw loop only\n"
         "  --no-perf       do not wrap the runs in perf stat\n";
@@ -174,6 +178,8 @@ Options ParseArgs(int argc, char** argv) {
       opt.list = value();
     } else if (a == "--kvmsim") {
       opt.kvmsim = value();
+    } else if (a == "--vs") {
+      opt.vs = value();
     } else if (a == "--out") {
       opt.out_dir = value();
     } else if (a == "--raw-only") {
@@ -653,6 +659,24 @@ int DriverMode(const Options& opt) {
         scenarios.push_back(std::move(s));
       }
       if (scenarios.empty()) problems += "  no scenario of " + list_path + " selected\n";
+      if (!opt.vs.empty()) {
+        if (!IsExecutable(opt.vs)) problems += "  --vs CLI not found or not executable: " + opt.vs + "\n";
+        // Interleaved, so each pair runs under the same machine load.
+        std::vector<Scenario> both;
+        std::vector<std::string> both_files;
+        for (std::size_t i = 0; i < scenarios.size(); ++i) {
+          Scenario base = scenarios[i];
+          base.name += "@vs";
+          base.group += "@vs";
+          base.cli = opt.vs;
+          both.push_back(scenarios[i]);
+          both.push_back(std::move(base));
+          both_files.push_back(files[i]);
+          both_files.push_back(files[i]);
+        }
+        scenarios = std::move(both);
+        files = std::move(both_files);
+      }
     }
     if (!problems.empty()) {
       std::cerr << "kvmsim-bench: cannot run the model benchmark:\n"
@@ -677,7 +701,8 @@ int DriverMode(const Options& opt) {
     raw_samples.push_back(MeasureRaw(self, opt.raw_events, perf, out_root));
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       std::cout << ", " << scenarios[i].name << std::flush;
-      samples[i].push_back(RunModel(opt, kvmsim, files[i], scenarios[i],
+      const std::string& cli = scenarios[i].cli.empty() ? kvmsim : scenarios[i].cli;
+      samples[i].push_back(RunModel(opt, cli, files[i], scenarios[i],
                                     out_root + "/" + scenarios[i].name, perf));
     }
     std::cout << std::endl;
@@ -738,6 +763,32 @@ int DriverMode(const Options& opt) {
       entry["sets"] = scenarios[i].sets;
     }
     out["scenarios"][labels[i]] = entry;
+  }
+
+  // With --vs: this CLI against the other one, pair by pair within each round.
+  if (!opt.vs.empty()) {
+    std::printf("\nagainst --vs %s (median over rounds of this/vs, same round):\n",
+                opt.vs.c_str());
+    json vs = json::object();
+    for (std::size_t i = 0; i + 1 < labels.size(); ++i) {
+      const auto other = std::find(labels.begin(), labels.end(),
+                                   labels[i].find(" (sum)") != std::string::npos
+                                       ? labels[i].substr(0, labels[i].size() - 6) + "@vs (sum)"
+                                       : labels[i] + "@vs");
+      if (other == labels.end()) continue;
+      const auto j = static_cast<std::size_t>(other - labels.begin());
+      std::vector<double> cpu, wall;
+      for (unsigned r = 0; r < opt.repeat; ++r) {
+        cpu.push_back(Ratio(rounds[i][r].at("cpu_s").get<double>(),
+                            rounds[j][r].at("cpu_s").get<double>()));
+        wall.push_back(Ratio(rounds[i][r].at("loop_wall_s").get<double>(),
+                             rounds[j][r].at("loop_wall_s").get<double>()));
+      }
+      std::printf("  %-16s cpu s %.3f   loop wall s %.3f\n", labels[i].c_str(), Median(cpu),
+                  Median(wall));
+      vs[labels[i]] = {{"cpu_s_ratio", Median(cpu)}, {"loop_wall_s_ratio", Median(wall)}};
+    }
+    out["vs"] = {{"cli", opt.vs}, {"ratios", vs}};
   }
 
   // Issue 14's targets, on the T1 pair when it ran.
