@@ -79,11 +79,11 @@ struct Scenario {
 // One child run's figures.
 struct Sample {
   double events = 0;
-  double loop_wall_s = 0;     // sim.wall_s (raw: wall time around sc_start)
-  double simulated_s = 0;     // sim.simulated_s
-  double process_wall_s = 0;  // whole child: start-up, elaboration, loop, output
-  double cpu_s = 0;           // user + sys of the child (wait4)
-  double max_rss_kb = 0;      // peak RSS of the child (wait4)
+  double loop_wall_s = 0;        // sim.wall_s (raw: wall time around sc_start)
+  double simulated_s = 0;        // sim.simulated_s
+  double process_wall_s = 0;     // whole child: start-up, elaboration, loop, output
+  double cpu_s = 0;              // user + sys of the child (wait4)
+  double max_rss_kb = 0;         // peak RSS of the child (wait4)
   std::optional<double> cycles;  // perf stat -e cycles, whole child
 };
 
@@ -594,8 +594,7 @@ std::string Fixed(double v, int precision) {
 
 std::string Verdict(bool met) { return met ? "target met" : "target missed"; }
 
-std::string FindBeside(const std::string& given, const char* fallback,
-                       const std::string& exe_dir) {
+std::string FindBeside(const std::string& given, const char* fallback, const std::string& exe_dir) {
   if (!given.empty()) return given;
   if (IsFile(fallback)) return fallback;
   const std::string beside = exe_dir + "/../" + fallback;  // build/ in the repo root
@@ -660,7 +659,8 @@ int DriverMode(const Options& opt) {
       }
       if (scenarios.empty()) problems += "  no scenario of " + list_path + " selected\n";
       if (!opt.vs.empty()) {
-        if (!IsExecutable(opt.vs)) problems += "  --vs CLI not found or not executable: " + opt.vs + "\n";
+        if (!IsExecutable(opt.vs))
+          problems += "  --vs CLI not found or not executable: " + opt.vs + "\n";
         // Interleaved, so each pair runs under the same machine load.
         std::vector<Scenario> both;
         std::vector<std::string> both_files;
@@ -702,8 +702,8 @@ int DriverMode(const Options& opt) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       std::cout << ", " << scenarios[i].name << std::flush;
       const std::string& cli = scenarios[i].cli.empty() ? kvmsim : scenarios[i].cli;
-      samples[i].push_back(RunModel(opt, cli, files[i], scenarios[i],
-                                    out_root + "/" + scenarios[i].name, perf));
+      samples[i].push_back(
+          RunModel(opt, cli, files[i], scenarios[i], out_root + "/" + scenarios[i].name, perf));
     }
     std::cout << std::endl;
   }
@@ -740,10 +740,11 @@ int DriverMode(const Options& opt) {
     }
   }
 
-  std::printf("\nmedian of %u round(s); x real time = simulated s per wall s of the simulation "
-              "loop\n(xRT/cpu: per CPU s of the whole child, less disturbed on a shared "
-              "machine)\n\n",
-              opt.repeat);
+  std::printf(
+      "\nmedian of %u round(s); x real time = simulated s per wall s of the simulation "
+      "loop\n(xRT/cpu: per CPU s of the whole child, less disturbed on a shared "
+      "machine)\n\n",
+      opt.repeat);
   std::printf("%-16s %11s %8s %8s %6s %9s %9s %8s %7s %6s %7s\n", "run", "events", "loop s",
               "Mev/s", "ratio", "xRT", "xRT/cpu", "cpu ns/e", "cyc/e", "RSS MB", "cpu s");
   PrintRow("raw SystemC", raw_median, json());
@@ -767,8 +768,7 @@ int DriverMode(const Options& opt) {
 
   // With --vs: this CLI against the other one, pair by pair within each round.
   if (!opt.vs.empty()) {
-    std::printf("\nagainst --vs %s (median over rounds of this/vs, same round):\n",
-                opt.vs.c_str());
+    std::printf("\nagainst --vs %s (median over rounds of this/vs, same round):\n", opt.vs.c_str());
     json vs = json::object();
     for (std::size_t i = 0; i + 1 < labels.size(); ++i) {
       const auto other = std::find(labels.begin(), labels.end(),
@@ -779,8 +779,8 @@ int DriverMode(const Options& opt) {
       const auto j = static_cast<std::size_t>(other - labels.begin());
       std::vector<double> cpu, wall;
       for (unsigned r = 0; r < opt.repeat; ++r) {
-        cpu.push_back(Ratio(rounds[i][r].at("cpu_s").get<double>(),
-                            rounds[j][r].at("cpu_s").get<double>()));
+        cpu.push_back(
+            Ratio(rounds[i][r].at("cpu_s").get<double>(), rounds[j][r].at("cpu_s").get<double>()));
         wall.push_back(Ratio(rounds[i][r].at("loop_wall_s").get<double>(),
                              rounds[j][r].at("loop_wall_s").get<double>()));
       }
@@ -798,7 +798,8 @@ int DriverMode(const Options& opt) {
     double min_ratio = 1e300;
     for (std::size_t i = 0; i < scenarios.size(); ++i)
       if (scenarios[i].group == kTargetGroup)
-        min_ratio = std::min(min_ratio, medians.at(scenarios[i].name).at("ratio_to_raw").get<double>());
+        min_ratio =
+            std::min(min_ratio, medians.at(scenarios[i].name).at("ratio_to_raw").get<double>());
     const double xrt = t.at("x_real_time").get<double>();
     const bool ratio_met = min_ratio >= kRatioTarget;
     const bool xrt_met = xrt >= kRealTimeTarget;
@@ -808,12 +809,9 @@ int DriverMode(const Options& opt) {
                 t.at("x_real_time_cpu").get<double>());
     std::printf("T1 ratio model/raw (lower of the two runs) %.3f, target >= %.2f: %s\n", min_ratio,
                 kRatioTarget, Verdict(ratio_met).c_str());
-    out["targets"] = {{"group", kTargetGroup},
-                      {"x_real_time_min", kRealTimeTarget},
-                      {"x_real_time", xrt},
-                      {"x_real_time_met", xrt_met},
-                      {"ratio_min", kRatioTarget},
-                      {"ratio", min_ratio},
+    out["targets"] = {{"group", kTargetGroup},     {"x_real_time_min", kRealTimeTarget},
+                      {"x_real_time", xrt},        {"x_real_time_met", xrt_met},
+                      {"ratio_min", kRatioTarget}, {"ratio", min_ratio},
                       {"ratio_met", ratio_met}};
   }
   std::fflush(stdout);

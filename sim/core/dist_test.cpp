@@ -95,9 +95,9 @@ TEST_CASE("dist: Quantity::parse reads ns/us/ms/s/cyc, bare numbers are ns", "[d
     bool cycles;
   };
   const Case cases[] = {
-      {"310ns", 310, false},   {"310", 310, false},      {"1.5us", 1500, false},
-      {"2ms", 2e6, false},     {"1s", 1e9, false},       {"700cyc", 700, true},
-      {"700cycles", 700, true}, {" 42 ns ", 42, false},  {"1e3ns", 1000, false},
+      {"310ns", 310, false},    {"310", 310, false},    {"1.5us", 1500, false},
+      {"2ms", 2e6, false},      {"1s", 1e9, false},     {"700cyc", 700, true},
+      {"700cycles", 700, true}, {" 42 ns ", 42, false}, {"1e3ns", 1000, false},
       {"2.5e-1us", 250, false}, {"0", 0, false},
   };
   for (const auto& c : cases) {
@@ -241,9 +241,10 @@ TEST_CASE("dist: empirical draws only the listed values, with the listed weights
   CHECK(z.size() == 2);
 }
 
-TEST_CASE("dist: mix draws from its components with the right weights; mean() is the weighted"
-          " mean",
-          "[dist]") {
+TEST_CASE(
+    "dist: mix draws from its components with the right weights; mean() is the weighted"
+    " mean",
+    "[dist]") {
   const CostDist d = must_parse("mix(3: 100cyc, 1: 500cyc)");
   CHECK(d.kind == DistKind::Mix);
   REQUIRE(d.parts.size() == 2);
@@ -268,8 +269,7 @@ TEST_CASE("dist: mix draws from its components with the right weights; mean() is
   const auto wv = draws(w, 200'000);
   CHECK(mean_of(wv) == Approx(w.mean()).epsilon(0.01));
   const auto fast = std::count_if(wv.begin(), wv.end(), [](Tsc x) { return x < 1840; });  // < 0.8us
-  CHECK(static_cast<double>(fast) / static_cast<double>(wv.size()) ==
-        Approx(0.005).margin(0.0015));
+  CHECK(static_cast<double>(fast) / static_cast<double>(wv.size()) == Approx(0.005).margin(0.0015));
 }
 
 // ---------------------------------------------------------------------------
@@ -518,7 +518,8 @@ TEST_CASE("dist: lognormal and exponential quantiles match the analytic ones", "
   const Sampler e = bind("exponential(20000cyc)");
   const auto ev = draws(e, 400'000, 9);
   std::vector<double> ed(ev.begin(), ev.end());
-  const MomentFit ef = fit(ed, [](double x) { return 1 - std::exp(-(x + 0.5) / 20000); }, true);
+  const MomentFit ef = fit(
+      ed, [](double x) { return 1 - std::exp(-(x + 0.5) / 20000); }, true);
   CHECK(ef.ks < 1.95 / std::sqrt(400'000.0));
   CHECK(quantile(ed, 0.999) == Approx(20000 * std::log(1000.0)).epsilon(0.03));
 }
@@ -528,8 +529,8 @@ TEST_CASE("dist: normal() in cycles has the given mean and sd, and its clamp", "
   const Sampler s = bind("normal(560ns, 35ns, min=350ns)");
   const auto v = draws(s, 1'000'000, 4);
   std::vector<double> d(v.begin(), v.end());
-  const MomentFit f =
-      fit(d, [](double x) { return normal_cdf((x + 0.5 - 1288) / 80.5); }, /*lattice=*/true);
+  const MomentFit f = fit(
+      d, [](double x) { return normal_cdf((x + 0.5 - 1288) / 80.5); }, /*lattice=*/true);
   CHECK(f.mean == Approx(1288.0).margin(4 * 80.5 / 1000));
   CHECK(std::sqrt(f.var) == Approx(std::sqrt(80.5 * 80.5 + 1.0 / 12)).epsilon(0.003));
   CHECK(std::fabs(f.skew) < 0.01);

@@ -72,8 +72,8 @@ namespace detail {
 // x[1] = R, x[i+1] = f^-1(f(x[i]) + V / x[i]), x[256] = 0; f[i] = f(x[i]).
 struct NormalZiggurat {
   static constexpr int kLayers = 256;
-  static constexpr double kR = 3.6541528853610088;     // start of the tail
-  static constexpr double kV = 4.92867323399e-3;        // area of each layer
+  static constexpr double kR = 3.6541528853610088;  // start of the tail
+  static constexpr double kV = 4.92867323399e-3;    // area of each layer
   double x[kLayers + 1];
   double f[kLayers + 1];
   NormalZiggurat();

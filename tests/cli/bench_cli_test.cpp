@@ -18,8 +18,8 @@ std::string bench_binary() {
 }
 
 CliResult run_bench(const std::string& args) {
-  const std::string cmd = std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + bench_binary() + " " +
-                          args + " 2>&1";
+  const std::string cmd =
+      std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + bench_binary() + " " + args + " 2>&1";
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -38,9 +38,11 @@ TEST_CASE("kvmsim-bench reports rate, ratio, x real time, RSS per scenario and t
   REQUIRE(std::filesystem::exists(bench_binary()));
   const auto dir = out_dir("bench");
   const auto json_file = dir.string() + "/bench.json";
-  const auto r = run_bench("--repeat 2 --only t1,t2 --raw-events 200000 --no-perf"
-                           " --set cyclictest.loops=2000 --set tscdeadline_latency.size=300"
-                           " --out " + dir.string() + " --json " + json_file);
+  const auto r = run_bench(
+      "--repeat 2 --only t1,t2 --raw-events 200000 --no-perf"
+      " --set cyclictest.loops=2000 --set tscdeadline_latency.size=300"
+      " --out " +
+      dir.string() + " --json " + json_file);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto j = read_json(json_file);
