@@ -40,9 +40,10 @@ Placement vcpu_placement(const ParamSet& p, const Topology& topo, int nvcpus) {
   const auto& pin = p.ints("vm.pinning");
   const auto& aff = p.ints("vm.affinity");
   if (!pin.empty() && !aff.empty())
-    config_error(fmt::format("{}: key 'vm.affinity': set either vm.pinning (one pCPU per vCPU) "
-                             "or vm.affinity (a set shared by all vCPUs), not both",
-                             p.origin("vm.affinity")));
+    config_error(
+        fmt::format("{}: key 'vm.affinity': set either vm.pinning (one pCPU per vCPU) "
+                    "or vm.affinity (a set shared by all vCPUs), not both",
+                    p.origin("vm.affinity")));
   if (!aff.empty()) {
     std::vector<int> set;
     for (auto c : aff) {
@@ -127,8 +128,8 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   }
 
   for (int vm = 0; vm < nvms; ++vm) {
-    vms_.push_back(std::make_unique<Vm>(
-        vm, vm * vcpus_per_vm_, vcpus_per_vm_, vm_cfg, [&](int vcpu) {
+    vms_.push_back(
+        std::make_unique<Vm>(vm, vm * vcpus_per_vm_, vcpus_per_vm_, vm_cfg, [&](int vcpu) {
           const auto i = static_cast<std::size_t>(vcpu);
           return std::make_pair(&host_->pcpu(place.start[i]), place.allowed[i]);
         }));
@@ -184,10 +185,9 @@ void System::attach_views(const RunOptions& opts) {
   }
   if (!opts.vcd_path.empty()) {  // sc_trace needs the file before sc_start()
     std::vector<const Vcpu*> vv(vcpus_.begin(), vcpus_.end());
-    views_->vcd = std::make_unique<views::VcdObserver>(opts.vcd_path, clk,
-                                                       clk.from_ns(opts.vcd_limit_ms * 1e6),
-                                                       clk.from_ns(opts.vcd_sample_ns),
-                                                       std::move(vv));
+    views_->vcd = std::make_unique<views::VcdObserver>(
+        opts.vcd_path, clk, clk.from_ns(opts.vcd_limit_ms * 1e6), clk.from_ns(opts.vcd_sample_ns),
+        std::move(vv));
     ctx_.obs.add(views_->vcd.get());
   }
 }

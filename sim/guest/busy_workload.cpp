@@ -14,8 +14,9 @@ class BusyWorkload : public Workload {
  public:
   explicit BusyWorkload(const ParamSet& p) : vcpu_(static_cast<int>(p.i("cyclictest.vcpu"))) {
     if (vcpu_ >= p.i("vm.vcpus"))
-      throw ScenarioError(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
-                                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
+      throw ScenarioError(
+          fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
+                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
   }
   void build(System& sys) override {
     guests_ = boot_linux_guests(sys);

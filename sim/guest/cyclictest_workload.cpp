@@ -14,8 +14,9 @@ class CyclictestWorkload : public Workload {
  public:
   explicit CyclictestWorkload(const ParamSet& p) : vcpu_(static_cast<int>(p.i("cyclictest.vcpu"))) {
     if (vcpu_ >= p.i("vm.vcpus"))
-      throw ScenarioError(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
-                                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
+      throw ScenarioError(
+          fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
+                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
     cfg_.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
     cfg_.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
     cfg_.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));

@@ -121,7 +121,8 @@ class VmexitWorkload : public Workload {
     main_ = std::move(t);
     v0.set_guest(main_.get());
     for (std::size_t i = 1; i < sys.vcpus().size(); ++i) {
-      aps_.push_back(std::make_unique<KutIpiTarget>(*sys.vcpus()[i], kc, i == 1 ? ipi_tests_ : nullptr));
+      aps_.push_back(
+          std::make_unique<KutIpiTarget>(*sys.vcpus()[i], kc, i == 1 ? ipi_tests_ : nullptr));
       sys.vcpus()[i]->set_guest(aps_.back().get());
     }
   }

@@ -60,8 +60,8 @@ class WorkloadRegistry {
 
 }  // namespace kvmsim
 
-#define KVMSIM_REGISTER_WORKLOAD(id, doc, declare_fn, make_fn)                         \
-  namespace {                                                                          \
-  [[maybe_unused]] const bool kvmsim_registered_workload_##id =                        \
-      ::kvmsim::WorkloadRegistry::instance().add({#id, doc, declare_fn, make_fn});      \
+#define KVMSIM_REGISTER_WORKLOAD(id, doc, declare_fn, make_fn)                     \
+  namespace {                                                                      \
+  [[maybe_unused]] const bool kvmsim_registered_workload_##id =                    \
+      ::kvmsim::WorkloadRegistry::instance().add({#id, doc, declare_fn, make_fn}); \
   }

@@ -98,7 +98,8 @@ bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   if (se.on_rq) return false;  // TASK_RUNNING already
   const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
-  if (!ctx_.obs.empty()) ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
+  if (!ctx_.obs.empty())
+    ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
   if (sched_->wakeup_preempts(cpu, se, now))
     pcpu(cpu).resched_curr(now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
   return true;

@@ -54,8 +54,9 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
   std::vector<int> hog_cpus;
   for (auto c : p.ints("host.hog.affinity")) {
     if (c >= host.topology().cpus())
-      throw ScenarioError(fmt::format("{}: key 'host.hog.affinity': pCPU {} does not exist ({} pCPUs)",
-                                      p.origin("host.hog.affinity"), c, host.topology().cpus()));
+      throw ScenarioError(
+          fmt::format("{}: key 'host.hog.affinity': pCPU {} does not exist ({} pCPUs)",
+                      p.origin("host.hog.affinity"), c, host.topology().cpus()));
     hog_cpus.push_back(static_cast<int>(c));
   }
   if (!hog_cpus.empty()) hog_mask = CpuMask::of(hog_cpus);
@@ -65,8 +66,9 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
   const Tsc period = clk.from_ns(static_cast<double>(p.i("host.kworker.period_us")) * 1e3);
   for (auto c : p.ints("host.kworker.cpus")) {
     if (c >= host.topology().cpus())
-      throw ScenarioError(fmt::format("{}: key 'host.kworker.cpus': pCPU {} does not exist ({} pCPUs)",
-                                      p.origin("host.kworker.cpus"), c, host.topology().cpus()));
+      throw ScenarioError(
+          fmt::format("{}: key 'host.kworker.cpus': pCPU {} does not exist ({} pCPUs)",
+                      p.origin("host.kworker.cpus"), c, host.topology().cpus()));
     Rng phase(static_cast<std::uint64_t>(p.i("sim.seed")), fmt::format("kworker{}.phase", c));
     tasks.push_back(std::make_unique<HostKworker>(
         static_cast<int>(c), period,

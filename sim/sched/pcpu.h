@@ -108,7 +108,7 @@ struct PcpuCosts {
 
 struct PcpuStats {
   std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
-  std::uint64_t ipis = 0;          // physical IPIs taken (reschedule / posted-interrupt notification)
+  std::uint64_t ipis = 0;  // physical IPIs taken (reschedule / posted-interrupt notification)
   std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
   Tsc irq_cycles = 0, softirq_cycles = 0;
   Tsc busy_cycles = 0;  // time not in the idle task

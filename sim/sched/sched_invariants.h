@@ -32,8 +32,8 @@ class SchedInvariants : public ModelObserver, public MetricSource {
     if (next_pid) {
       const auto o = on_cpu_.find(next_pid);
       if (o != on_cpu_.end() && o->second != pcpu)
-        fail(t, "pid " + std::to_string(next_pid) + " switched in on pCPU " +
-                    std::to_string(pcpu) + " while current on pCPU " + std::to_string(o->second));
+        fail(t, "pid " + std::to_string(next_pid) + " switched in on pCPU " + std::to_string(pcpu) +
+                    " while current on pCPU " + std::to_string(o->second));
       on_cpu_[next_pid] = pcpu;
     }
     running_[pcpu] = next_pid;

@@ -123,9 +123,8 @@ void TraceObserver::on_vcpu_wakeup(int vcpu, bool waited, std::int64_t block_ns,
 }
 
 void TraceObserver::on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid,
-                                    int prev_prio, bool prev_runnable,
-                                    const std::string& next_comm, int next_pid, int next_prio,
-                                    Tsc t) {
+                                    int prev_prio, bool prev_runnable, const std::string& next_comm,
+                                    int next_pid, int next_prio, Tsc t) {
   SchedSwitch e;
   e.prev_comm = prev_comm;
   e.prev_pid = prev_pid;

@@ -66,7 +66,7 @@ class TraceObserver : public ModelObserver {
   TscClock clock_;
   std::vector<TraceTask> tasks_;
   std::vector<int> apicid_;
-  std::vector<int> pcpu_;  // last pCPU seen per vCPU
+  std::vector<int> pcpu_;           // last pCPU seen per vCPU
   std::vector<TraceTask> running_;  // per pCPU: the task the line prefix names
   std::vector<std::uint64_t> last_rip_;
   TraceWriter writer_;

@@ -387,8 +387,8 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
     icr_send_pending_ = true;
     state_ = State::Fastpath;
     pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
-                  costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
-                      lapic_.costs().x2apic_icr_write(rng()));
+                   costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
+                       lapic_.costs().x2apic_icr_write(rng()));
     return true;
   } else if (exit_reason_ == ExitReason::PREEMPTION_TIMER) {
     // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer

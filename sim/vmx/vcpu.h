@@ -210,10 +210,10 @@ class Vcpu : public HostThread {
     Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
     HandleExit,
-    Block,    // vcpu_block() before schedule()
-    Blocked,    // the thread sleeps; the pCPU idles
-    Wakeup,     // back from kvm_vcpu_block()
-    Preempted   // scheduled out at a preemption point of the vcpu_run loop
+    Block,     // vcpu_block() before schedule()
+    Blocked,   // the thread sleeps; the pCPU idles
+    Wakeup,    // back from kvm_vcpu_block()
+    Preempted  // scheduled out at a preemption point of the vcpu_run loop
   };
 
   void begin_vcpu_enter_guest(Tsc now);
@@ -263,10 +263,10 @@ class Vcpu : public HostThread {
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
-  bool preempted_ = false;           // vcpu->preempted
-  bool steal_update_ = false;        // KVM_REQ_STEAL_UPDATE pending
-  std::uint8_t st_preempted_ = 0;    // steal_time.preempted, as the guest reads it
-  Tsc steal_recorded_ = 0;           // run delay already reported to the guest
+  bool preempted_ = false;         // vcpu->preempted
+  bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
+  Tsc steal_recorded_ = 0;         // run delay already reported to the guest
   VcpuStats stats_;
 };
 

@@ -6,9 +6,7 @@
 
 namespace kvmsim {
 namespace {
-Sampler S(const ParamSet& p, const TscClock& clk, const char* key) {
-  return p.dist(key).bind(clk);
-}
+Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
 }  // namespace
 
 VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
@@ -68,8 +66,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
                     "no kernel has both",
                     p.origin("kvm.exit_fastpath")));
 
-  c.guest_tsc_khz =
-      p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
+  c.guest_tsc_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
   c.tsc.ratio = c.guest_tsc_khz == clk.tsc_khz
                     ? TscScaling::kDefaultRatio
                     : TscScaling::ratio_for(c.guest_tsc_khz, clk.tsc_khz);

@@ -21,10 +21,11 @@ TEST_CASE("a wrongly typed --set value is an error naming the key", "[cli][error
 }
 
 TEST_CASE("an out-of-range --set value is an error stating the range", "[cli][errors]") {
-  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");
+  const auto r =
+      run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Catch::Contains("platform.preemption_timer_rate") &&
-                           Catch::Contains("[0, 31]"));
+  CHECK_THAT(r.output,
+             Catch::Contains("platform.preemption_timer_rate") && Catch::Contains("[0, 31]"));
 }
 
 TEST_CASE("an error inside a scenario file names file, line and key path", "[cli][errors]") {

@@ -16,7 +16,8 @@ TEST_CASE(
     "steal time, and is switched at the rate the CFS slices imply",
     "[cli][sched]") {
   const double T = 4.0;
-  const auto m = run_metrics("oc-busy", "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=4");
+  const auto m =
+      run_metrics("oc-busy", "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=4");
   REQUIRE(m.at("sim.simulated_s") == Approx(T));
   // 9 always-runnable threads on 4 pCPUs, no periodic balancing that would
   // change a 3-2-2-2 split (v5.4 leaves it: moving one task only swaps the
@@ -50,8 +51,9 @@ TEST_CASE(
 TEST_CASE("the over-commit trace reads back with every context switch as a sched_switch",
           "[cli][sched][trace]") {
   const auto dir = out_dir("oc-trace");
-  const auto r = run_cli("run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5 -q --out " +
-                         dir.string() + " --trace " + (dir / "t.txt").string());
+  const auto r =
+      run_cli("run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5 -q --out " +
+              dir.string() + " --trace " + (dir / "t.txt").string());
   REQUIRE(r.exit_code == 0);
   const auto m = read_json(dir / "summary.json").at("metrics");
   const auto s = run_cli("trace-stats " + (dir / "t.txt").string() + " --json");
@@ -67,15 +69,15 @@ TEST_CASE(
     "[cli][sched]") {
   for (int seed : {1, 2, 3, 4}) {
     INFO("seed " << seed);
-    const auto m = run_metrics("sched-random-" + std::to_string(seed),
-                               "tests/data/scenarios/sched_random_load.yaml --seed " +
-                                   std::to_string(seed));
+    const auto m =
+        run_metrics("sched-random-" + std::to_string(seed),
+                    "tests/data/scenarios/sched_random_load.yaml --seed " + std::to_string(seed));
     CHECK(m.at("invariants.violations") == 0);
     CHECK(m.at("vcpu.kicks_lost") == 0);
     CHECK(m.at("cyclictest.loops") == 1500);
-    CHECK(m.at("vcpu.kicks").get<double>() > 1000);            // timer wake-ups of blocked vCPUs
+    CHECK(m.at("vcpu.kicks").get<double>() > 1000);  // timer wake-ups of blocked vCPUs
     CHECK(m.at("host.sched.wakeup_preemptions").get<double>() > 1000);  // they preempt the hogs
-    CHECK(m.at("host.sched.migrations").get<double>() >= 1);   // new-idle balance moved one
+    CHECK(m.at("host.sched.migrations").get<double>() >= 1);  // new-idle balance moved one
   }
 }
 
