@@ -1,7 +1,5 @@
 // workload.type: busy — a CPU-bound task (sysbench --test=cpu) on
 // cyclictest.vcpu of VM 0 in a Linux guest; runs for sim.max_simulated_s.
-#include <fmt/format.h>
-
 #include "sim/guest/cpu_hog.h"
 #include "sim/guest/linux_guest.h"
 #include "sim/guest/workload.h"
@@ -12,12 +10,7 @@ namespace {
 
 class BusyWorkload : public Workload {
  public:
-  explicit BusyWorkload(const ParamSet& p) : vcpu_(static_cast<int>(p.i("cyclictest.vcpu"))) {
-    if (vcpu_ >= p.i("vm.vcpus"))
-      throw ScenarioError(
-          fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
-                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
-  }
+  explicit BusyWorkload(const ParamSet& p) : vcpu_(workload_vcpu(p)) {}
   void build(System& sys) override {
     guests_ = boot_linux_guests(sys);
     guests_.at(static_cast<std::size_t>(vcpu_))->add_task(&hog_);

@@ -1,7 +1,5 @@
 // workload.type: cyclictest — one measurement thread on cyclictest.vcpu of
 // VM 0, in a Linux guest on every vCPU.
-#include <fmt/format.h>
-
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/linux_guest.h"
 #include "sim/guest/workload.h"
@@ -12,11 +10,7 @@ namespace {
 
 class CyclictestWorkload : public Workload {
  public:
-  explicit CyclictestWorkload(const ParamSet& p) : vcpu_(static_cast<int>(p.i("cyclictest.vcpu"))) {
-    if (vcpu_ >= p.i("vm.vcpus"))
-      throw ScenarioError(
-          fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
-                      p.origin("cyclictest.vcpu"), vcpu_, p.i("vm.vcpus")));
+  explicit CyclictestWorkload(const ParamSet& p) : vcpu_(workload_vcpu(p)) {
     cfg_.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
     cfg_.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
     cfg_.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));

@@ -1,5 +1,7 @@
 #include "sim/guest/linux_guest.h"
 
+#include <fmt/format.h>
+
 #include "sim/system.h"
 #include "sim/vmx/vm.h"
 
@@ -27,6 +29,15 @@ GuestConfig guest_config(const ParamSet& p) {
   g.idle_hlt = p.s("guest.idle") == "hlt";
   g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
   return g;
+}
+
+int workload_vcpu(const ParamSet& p) {
+  const auto v = p.i("cyclictest.vcpu");
+  if (v >= p.i("vm.vcpus"))
+    throw ScenarioError(
+        fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
+                    p.origin("cyclictest.vcpu"), v, p.i("vm.vcpus")));
+  return static_cast<int>(v);
 }
 
 std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {

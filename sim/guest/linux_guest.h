@@ -16,6 +16,10 @@ class System;
 GuestCosts guest_costs(const ParamSet& p, const TscClock& clk);
 GuestConfig guest_config(const ParamSet& p);
 
+// cyclictest.vcpu: the vCPU of VM 0 a single-task workload runs on
+// (ScenarioError if VM 0 has no such vCPU).
+int workload_vcpu(const ParamSet& p);
+
 // One GuestKernel per vCPU (VM-major), installed as the vCPU's guest.
 std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys);
 
