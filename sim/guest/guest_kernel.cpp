@@ -1,6 +1,9 @@
 #include "sim/guest/guest_kernel.h"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "sim/guest/guest_smp.h"
 
 namespace kvmsim {
 
@@ -82,6 +85,8 @@ Tsc GuestKernel::guest_cycles_to_host(std::uint64_t guest_cycles) const {
 }
 
 void GuestKernel::add_task(GuestTask* t) {
+  t->cpu_ = this;
+  t->on_rq_ = true;
   runqueue_.push_back(t);
   need_resched_ = current_ == nullptr;
 }
@@ -104,9 +109,13 @@ GuestStep GuestKernel::step(Tsc now) {
     }
     return last_ = irq_step(now);
   }
+  // A spin a VM exit cut short resumes unless another CPU's store may have
+  // ended it meanwhile (then its owner re-checks the condition).
+  const bool recheck = spin_recheck_;
+  spin_recheck_ = false;
   if (has_resume_) {
     has_resume_ = false;
-    return last_ = resume_;
+    if (!(recheck && resume_.kind == GuestStep::Kind::Idle)) return last_ = resume_;
   }
   if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s)) {
     tick_started_ = true;
@@ -119,6 +128,17 @@ GuestStep GuestKernel::step(Tsc now) {
     kq_.pop_front();
     return last_;
   }
+  // Kernel work (remote wake-ups, cross calls) runs with preemption off:
+  // before a pending schedule().
+  while (!work_.empty()) {
+    if (auto s = work_.front()->next(*this, now)) return last_ = *s;
+    work_.pop_front();
+    if (!kq_.empty()) return step(now);
+  }
+  if (recheck && need_resched_ && current_ == nullptr && !cfg_.idle_hlt) {
+    // The polling idle loop saw the waker's TIF_NEED_RESCHED store.
+    return last_ = GuestStep::run(Stage::GuestIdle, costs_.cacheline_transfer(rng_));
+  }
   if (need_resched_) {
     need_resched_ = false;
     if (current_ == nullptr && cfg_.hz && !tick_running_) {
@@ -128,6 +148,7 @@ GuestStep GuestKernel::step(Tsc now) {
       return last_ = GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_));
     }
     if (current_ && !current_blocked_) runqueue_.push_back(current_);
+    if (current_ && current_blocked_) current_->on_rq_ = false;  // deactivate_task()
     GuestTask* next = pick_next();
     if (next != current_) {
       current_ = next;
@@ -177,8 +198,67 @@ void GuestKernel::block_current() {
 }
 
 void GuestKernel::wake_up(GuestTask* t) {
+  GuestKernel* target = smp_ ? smp_->select_task_rq(*t, *this) : this;
+  if (target == this) {
+    wake_up_local(t);
+    return;
+  }
+  queue_remote_wake(t);
+}
+
+// try_to_wake_up() on this CPU's own run queue.
+void GuestKernel::wake_up_local(GuestTask* t) {
+  if (t->on_rq_) {
+    // ttwu_runnable(): already runnable; woken before its schedule()
+    // dequeued it, it stays (no lost wake-up).
+    if (t == current_ && current_blocked_) current_blocked_ = false;
+    need_resched_ = true;
+    return;
+  }
+  t->cpu_ = this;
+  t->on_rq_ = true;
   runqueue_.push_back(t);
   need_resched_ = true;  // an RT task preempts the idle loop / SCHED_OTHER
+}
+
+// The part of try_to_wake_up() the waker does on this (the wakee's) CPU's
+// run queue, v4.x with a shared LLC (ttwu_queue() -> ttwu_do_activate()
+// under the remote rq lock, then check_preempt_curr() -> resched_curr()):
+// the wakee preempts what runs here. resched_curr() sends no IPI when
+// need_resched is already set, nor to an idle loop that polls
+// (set_nr_and_not_polling(): TIF_POLLING_NRFLAG, idle=poll), which sees
+// the flag itself. (Since v5.8 a wake-up onto an idle CPU may go through
+// the wakelist as a CALL_FUNCTION_SINGLE IPI instead: not modelled.)
+bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
+  if (t->on_rq_) {
+    if (t == t->cpu_->current_ && t->cpu_->current_blocked_) t->cpu_->current_blocked_ = false;
+    return false;
+  }
+  t->cpu_ = this;
+  t->on_rq_ = true;
+  runqueue_.push_back(t);
+  if (need_resched_) return false;
+  need_resched_ = true;
+  if (current_ == nullptr && !cfg_.idle_hlt) {
+    ++smp_->stats().wakeups_polling;
+    remote_store();
+    return false;
+  }
+  return true;
+}
+
+void GuestKernel::remote_store() {
+  spin_recheck_ = true;
+  vcpu_.guest_store_seen();
+}
+
+void GuestKernel::queue_work(std::unique_ptr<KernelWork> w) {
+  (in_irq_ ? irq_work_ : work_).push_back(std::move(w));
+}
+
+void GuestKernel::set_smp(std::shared_ptr<GuestSmp> smp, int cpu) {
+  smp_ = std::move(smp);
+  cpu_ = cpu;
 }
 
 void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
@@ -197,16 +277,20 @@ GuestStep GuestKernel::irq_step(Tsc now) {
     irq_q_.pop_front();
     return s;
   }
+  while (!irq_work_.empty()) {
+    if (auto s = irq_work_.front()->next(*this, now)) return *s;
+    irq_work_.pop_front();
+    if (!irq_q_.empty()) return irq_step(now);
+  }
   switch (irq_state_) {
     case Irq::Entry:
       irq_state_ = Irq::Handler;
       return GuestStep::run(Stage::GuestIrqEntry, costs_.irq_entry(rng_));
     case Irq::Handler: {
       irq_state_ = Irq::Exit;
-      // Only the LAPIC timer has a handler body here; another vector (an
-      // IPI: smp_call_function / reschedule in the guest are not built yet)
-      // goes from entry straight to irq_exit().
-      if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_step(now);
+      // The LAPIC timer and the SMP IPIs have handler bodies; another
+      // vector goes from entry straight to irq_exit().
+      if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_handler_ipi(now);
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
       programmed_ = 0;  // the deadline fired: the clockevent is unarmed

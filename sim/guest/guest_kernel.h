@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 namespace kvmsim {
 
 class GuestKernel;
+class GuestSmp;
 
 struct GuestCosts {
   Sampler irq_entry;           // IDT entry, irq_enter, local_apic_timer_interrupt
@@ -27,6 +31,13 @@ struct GuestCosts {
   Sampler nohz_stop;           // tick_nohz_idle_stop_tick() when it stops the tick
   Sampler nohz_restart;        // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
   Sampler watchdog;            // watchdog_timer_fn(): softlockup check
+  // SMP (sim/guest/guest_smp.h): the three cost.guest.* below are drawn only
+  // by workloads that wake tasks across vCPUs or make cross calls.
+  Sampler ttwu_remote;            // try_to_wake_up() onto another vCPU, up to the ICR write
+  Sampler resched_ipi_handler;    // smp_reschedule_interrupt() -> scheduler_ipi()
+  Sampler smp_call_function;      // smp_call_function_many_cond(): csd setup per target
+  Sampler call_function_handler;  // flush_smp_call_function_queue() per csd, without func
+  Sampler cacheline_transfer;     // a spinning vCPU sees another vCPU's store
 };
 
 struct GuestConfig {
@@ -62,13 +73,54 @@ class GuestTask {
   virtual GuestStep run(GuestKernel& k, Tsc now) = 0;
   [[nodiscard]] const std::string& comm() const { return comm_; }
 
+  // sched_setaffinity() to one CPU (vCPU index in the VM); -1 = any CPU.
+  int bound_cpu = -1;
+
  private:
+  friend class GuestKernel;
+  friend class GuestSmp;
   std::string comm_;
+  GuestKernel* cpu_ = nullptr;  // task_cpu(): the run queue it is on or last ran on
+  bool on_rq_ = false;          // runnable: queued, or current and not blocked
+};
+
+// The function an smp_call_function*() runs on every target, from the
+// target's IPI handler (flush_smp_call_function_queue(): csd->func(info)).
+struct SmpCallFunc {
+  // Its work on `target` (host cycles), drawn when it starts; empty = none.
+  std::function<Tsc(GuestKernel& target, Tsc now)> cost;
+  // After the work, still in the handler: its effect (e.g. the TLB is flushed).
+  std::function<void(GuestKernel& target, Tsc now)> ran;
+};
+
+// smp_call_function_many_cond() (kernel/smp.c), the primitive under
+// smp_call_function_many / on_each_cpu_mask / on_each_cpu_cond_mask.
+struct SmpCall {
+  std::vector<int> cpus;  // target CPUs (vCPU index in the VM); the caller is skipped
+  SmpCallFunc func;
+  bool wait = true;        // csd_lock_wait() until every target ran func
+  bool run_local = false;  // SCF_RUN_LOCAL (on_each_cpu_mask): also run func here, IRQs off
+  bool single = false;     // smp_call_function_single(): its own csd, one target
+  // On this CPU when the call returns (after the last target's csd_unlock()
+  // with wait, after the IPIs without); empty = none.
+  std::function<void(GuestKernel& self, Tsc now)> done;
+};
+
+// Kernel work of several steps (a remote wake-up, a cross call, a handler's
+// csd list): run before the task continues, in the context that queued it.
+class KernelWork {
+ public:
+  virtual ~KernelWork() = default;
+  // The next step, or nullopt when done.
+  virtual std::optional<GuestStep> next(GuestKernel& k, Tsc now) = 0;
 };
 
 class GuestKernel : public GuestVcpu {
  public:
   GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz, GuestConfig cfg = {});
+  ~GuestKernel() override;
+  GuestKernel(const GuestKernel&) = delete;
+  GuestKernel& operator=(const GuestKernel&) = delete;
 
   // GuestVcpu
   GuestStep step(Tsc now) override;
@@ -78,12 +130,39 @@ class GuestKernel : public GuestVcpu {
 
   // Services for tasks.
   void add_task(GuestTask* t);  // becomes runnable
+  // The task was created on this CPU and sleeps (it waits for a wake_up()).
+  void attach_sleeping_task(GuestTask* t) { t->cpu_ = this; }
   // hrtimer_start(); queues a clockevent reprogram when it is the earliest.
   void hrtimer_start(GuestHrtimer* t, std::uint64_t expires_guest_tsc);
   // The current task sleeps: schedule() to the next runnable (or idle).
   void block_current();
-  // try_to_wake_up(): the task becomes runnable and preempts idle.
+  // try_to_wake_up(): the task becomes runnable and preempts idle. A task
+  // placed on another vCPU (bound there, or its previous vCPU) is queued
+  // there by kernel work that runs after the caller's current step, and
+  // that vCPU gets a RESCHEDULE_VECTOR IPI unless its idle loop polls.
   void wake_up(GuestTask* t);
+
+  // --- SMP (sim/guest/guest_smp.h) -----------------------------------------
+  // Cross calls from task context: the csd setup, one ICR write per target
+  // that needs an IPI and, with wait, the csd_lock_wait() spin run as
+  // kernel work after the caller's current step; the task continues when
+  // the call returns. Not from interrupt context (as the kernel WARNs).
+  void smp_call_function(SmpCall call);
+  void smp_call_function_single(int cpu, SmpCallFunc f, bool wait,
+                                std::function<void(GuestKernel&, Tsc)> done = {});
+  void smp_call_function_many(std::vector<int> cpus, SmpCallFunc f, bool wait,
+                              std::function<void(GuestKernel&, Tsc)> done = {});
+  void set_smp(std::shared_ptr<GuestSmp> smp, int cpu);
+  [[nodiscard]] GuestSmp* smp() const { return smp_.get(); }
+  [[nodiscard]] int cpu() const { return cpu_; }  // smp_processor_id()
+  [[nodiscard]] bool idle() const { return current_ == nullptr && runqueue_.empty(); }
+  // Another CPU wrote memory this one may spin on (a csd_unlock(), the
+  // need_resched of a polling idle loop): an open-ended spin in guest mode
+  // ends now, and one a VM exit cut short is re-checked when it resumes.
+  void remote_store();
+  // Queue kernel work to run after the current step (interrupt context:
+  // inside the handler).
+  void queue_work(std::unique_ptr<KernelWork> w);
   // Queue a step the kernel runs before returning to the current task.
   void push_kernel_step(const GuestStep& s) { kq_.push_back(s); }
 
@@ -101,6 +180,23 @@ class GuestKernel : public GuestVcpu {
   void program_clockevent();
   GuestTask* pick_next();
   GuestStep idle_step(Tsc now);
+  void wake_up_local(GuestTask* t);
+  // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
+  // true if this CPU needs a RESCHEDULE_VECTOR IPI.
+  bool ttwu_remote_enqueue(GuestTask* t);
+  GuestStep irq_handler_ipi(Tsc now);
+  class RemoteWake;
+  class CrossCall;
+  class FlushCallQueue;
+  void queue_remote_wake(GuestTask* t);
+  // struct __call_single_data: one queued request, locked (CSD_FLAG_LOCK)
+  // from csd_lock() on the initiator until the target's csd_unlock().
+  struct Csd {
+    GuestKernel* owner = nullptr;  // the initiator (who may spin on `locked`)
+    SmpCallFunc func;
+    bool locked = false;
+    bool sync = false;  // CSD_FLAG_SYNCHRONOUS: unlock after func, not before
+  };
   void tick_start(Tsc now);  // arm the tick at the next period boundary
   void tick_stop();
 
@@ -146,6 +242,15 @@ class GuestKernel : public GuestVcpu {
   Irq irq_state_ = Irq::None;
   std::uint8_t irq_vector_ = 0;  // the vector being handled
   std::deque<GuestStep> irq_q_;
+
+  // SMP state.
+  std::shared_ptr<GuestSmp> smp_;
+  int cpu_ = 0;
+  std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
+  bool spin_recheck_ = false;
+  std::deque<Csd*> call_single_queue_;       // csds other CPUs queued for this one
+  std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
+  std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
 
   std::vector<GuestHrtimer*> timers_;
   std::uint64_t programmed_ = 0;  // TSC deadline written to the LAPIC (0 = none)

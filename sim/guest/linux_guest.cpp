@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/guest/guest_smp.h"
 #include "sim/system.h"
 #include "sim/vmx/vm.h"
 
@@ -20,6 +21,11 @@ GuestCosts guest_costs(const ParamSet& p, const TscClock& clk) {
   gc.nohz_stop = S("cost.guest.nohz_stop");
   gc.nohz_restart = S("cost.guest.nohz_restart");
   gc.watchdog = S("cost.guest.watchdog");
+  gc.ttwu_remote = S("cost.guest.ttwu_remote");
+  gc.resched_ipi_handler = S("cost.guest.resched_ipi_handler");
+  gc.smp_call_function = S("cost.guest.smp_call_function");
+  gc.call_function_handler = S("cost.guest.call_function_handler");
+  gc.cacheline_transfer = S("cost.guest.cacheline_transfer");
   return gc;
 }
 
@@ -44,12 +50,29 @@ std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {
   const GuestCosts gc = guest_costs(sys.params(), sys.ctx().clock);
   const GuestConfig cfg = guest_config(sys.params());
   std::vector<std::unique_ptr<GuestKernel>> guests;
-  for (const auto& vm : sys.vms())
+  for (const auto& vm : sys.vms()) {
+    // One SMP view per VM; guest CPU n is the VM's vCPU n.
+    auto smp = std::make_shared<GuestSmp>();
+    int cpu = 0;
     for (const auto& v : vm->vcpus()) {
       guests.push_back(std::make_unique<GuestKernel>(*v, gc, vm->guest_tsc_khz(), cfg));
+      guests.back()->set_smp(smp, cpu++);
+      smp->add_cpu(guests.back().get());
       v->set_guest(guests.back().get());
     }
+  }
   return guests;
+}
+
+void report_guest_smp(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m) {
+  GuestSmpStats sum;
+  const GuestSmp* last = nullptr;
+  for (const auto& g : guests)
+    if (g->smp() && g->smp() != last) {
+      last = g->smp();
+      sum += last->stats();
+    }
+  GuestSmp::report_stats(sum, m);
 }
 
 }  // namespace kvmsim

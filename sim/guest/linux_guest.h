@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/core/metrics.h"
 #include "sim/core/params.h"
 #include "sim/guest/guest_kernel.h"
 
@@ -21,6 +22,11 @@ GuestConfig guest_config(const ParamSet& p);
 int workload_vcpu(const ParamSet& p);
 
 // One GuestKernel per vCPU (VM-major), installed as the vCPU's guest.
+// Each VM's kernels share one GuestSmp (sim/guest/guest_smp.h).
 std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys);
+
+// The guest.ipi.* / guest.smp_call.* / guest.wakeups.* counters summed over
+// the VMs of `guests`, for workloads that use SMP to report.
+void report_guest_smp(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m);
 
 }  // namespace kvmsim

@@ -80,6 +80,27 @@ void declare_guest_params(ParamRegistry& r) {
              "tick_nohz_idle_stop_tick() when it stops the tick (before the clockevent write)."});
   r.declare({"cost.guest.nohz_restart", ParamType::Dist, "400ns", "time", {}, {}, {},
              "tick_nohz_idle_exit() restarting the tick (before the clockevent write)."});
+  // Guest SMP (sim/guest/guest_smp.cpp). The defaults are estimates (no
+  // guest-side measurement behind them yet): a few hundred cycles of kernel
+  // code each at ~2-3 GHz, in line with the other cost.guest.* values.
+  r.declare({"cost.guest.ttwu_remote", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "try_to_wake_up() of a task placed on another vCPU (v4.x, shared LLC): "
+             "select_task_rq(), the remote rq lock, ttwu_do_activate(), check_preempt_curr(), "
+             "resched_curr() up to the x2APIC ICR write (estimate)."});
+  r.declare({"cost.guest.resched_ipi_handler", ParamType::Dist, "150ns", "time", {}, {}, {},
+             "smp_reschedule_interrupt() -> scheduler_ipi() body between the guest irq entry "
+             "and irq_exit() (estimate)."});
+  r.declare({"cost.guest.smp_call_function", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "smp_call_function_many_cond() / generic_exec_single() per target on the "
+             "initiator: csd_lock(), csd->func/info stores, llist_add() to the target's "
+             "call_single_queue (the ICR writes are separate exits) (estimate)."});
+  r.declare({"cost.guest.call_function_handler", ParamType::Dist, "200ns", "time", {}, {}, {},
+             "flush_smp_call_function_queue() per csd in the CALL_FUNCTION(_SINGLE) handler: "
+             "llist_del_all(), load func/info, csd_unlock(); the function's own work is the "
+             "caller's (estimate)."});
+  r.declare({"cost.guest.cacheline_transfer", ParamType::Dist, "60ns", "time", {}, {}, {},
+             "A spinning vCPU (csd_lock_wait(), the idle=poll loop) sees another vCPU's store "
+             "once the line moves over (estimate; cost.kut.cacheline_transfer is 150 cycles)."});
   r.declare({"cost.cyclictest.nanosleep_enter", ParamType::Dist, "1us", "time", {}, {}, {},
              "cyclictest loop bookkeeping, clock_nanosleep() entry, hrtimer_start()."});
   r.declare({"cost.cyclictest.nanosleep_return", ParamType::Dist, "1us", "time", {}, {}, {},
