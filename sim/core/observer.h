@@ -31,6 +31,9 @@ class ModelObserver {
   // kvm_vcpu_wakeup: the vCPU thread returns from kvm_vcpu_block() after
   // `ns` (waited = it slept, not polled).
   virtual void on_vcpu_wakeup(int /*vcpu*/, bool /*waited*/, std::int64_t /*ns*/, Tsc /*t*/) {}
+  // kvm_halt_poll_ns: the vCPU's poll window grew or shrank (ns).
+  virtual void on_halt_poll_ns(int /*vcpu*/, bool /*grow*/, std::uint32_t /*new_ns*/,
+                               std::uint32_t /*old_ns*/, Tsc /*t*/) {}
   virtual void on_hv_timer_state(int /*vcpu*/, bool /*hv_timer*/, Tsc /*t*/) {}
   // kvm_wait_lapic_expire: delta = guest TSC - deadline (< 0: early).
   virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
@@ -82,6 +85,9 @@ class Observers {
   }
   void vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) const {
     for (auto* o : list_) o->on_vcpu_wakeup(vcpu, waited, ns, t);
+  }
+  void halt_poll_ns(int vcpu, bool grow, std::uint32_t n, std::uint32_t o, Tsc t) const {
+    for (auto* ob : list_) ob->on_halt_poll_ns(vcpu, grow, n, o, t);
   }
   void hv_timer_state(int vcpu, bool on, Tsc t) const {
     for (auto* o : list_) o->on_hv_timer_state(vcpu, on, t);

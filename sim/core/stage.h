@@ -17,6 +17,7 @@ enum class Stage : std::uint8_t {
   ExitFastpath,     // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
   WaitLapicExpire,  // kvm_wait_lapic_expire() busy-wait
   VcpuBlock,        // vcpu_block(): switch to the sw timer, kvm_vcpu_halt(), schedule() out
+  HaltPoll,         // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
   VcpuWakeup,       // idle exit, schedule() back in, switch to the hv timer
   // host, interrupts
   HostIrq,  // host hard IRQ (entry, handlers, irq_exit, softirqs)
@@ -54,6 +55,8 @@ inline std::string_view stage_name(Stage s) {
       return "wait_lapic_expire";
     case Stage::VcpuBlock:
       return "vcpu_block";
+    case Stage::HaltPoll:
+      return "halt_poll";
     case Stage::VcpuWakeup:
       return "vcpu_wakeup";
     case Stage::HostIrq:

@@ -119,6 +119,8 @@ void Host::report(Metrics& m, const TscClock& clk) const {
     resched += c->stats().resched_ipis;
     ipis += c->stats().ipis;
     // The pCPU's C0 residency: time not in the idle task.
+    m[fmt::format("host.cpu.{}.poll_s", c->id())] =
+        clk.to_s(static_cast<double>(c->stats().poll_cycles));
     m[fmt::format("host.cpu.{}.busy_frac", c->id())] =
         end ? static_cast<double>(c->busy_cycles(end)) / static_cast<double>(end) : 0.0;
   }
@@ -134,7 +136,6 @@ void Host::report(Metrics& m, const TscClock& clk) const {
   m["host.sched.wakeup_preemptions"] = static_cast<double>(sc.wakeup_preemptions);
   m["host.sched.tick_preemptions"] = static_cast<double>(sc.tick_preemptions);
   m["host.sched.idle_balance_pulls"] = static_cast<double>(sc.idle_balance_pulls);
-  (void)clk;
 }
 
 }  // namespace kvmsim

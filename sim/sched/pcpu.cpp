@@ -83,6 +83,7 @@ void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
     return;
   }
   end_idle(now);  // a busy thread sees need_resched at its next preemption point
+  if (curr_) curr_->resched_requested(*this, now);
 }
 
 // scheduler_tick(): task_tick_fair() checks the slice; a busy queue kicks
@@ -206,6 +207,7 @@ void Pcpu::poll_sources(Tsc now) {
 }
 
 void Pcpu::end_segment(Tsc now) {
+  if (seg_stage_ == Stage::HaltPoll) stats_.poll_cycles += now - seg_begin_;
   if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
 }
 
@@ -244,6 +246,7 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
     ++stats_.irqs;
     cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
     if (!sched_.idle(id_)) end_idle(now);
+    if (curr_ && sched_.need_resched(id_)) curr_->resched_requested(*this, now);
   }
   // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
   // is synced at the next entry.

@@ -74,6 +74,9 @@ class HostThread {
   // A HostUser segment was cut by preemption with `remaining` cycles left
   // (kTscNever: open-ended); run() is called again when it is switched back in.
   virtual void user_preempted(Tsc /*remaining*/) {}
+  // need_resched was set on this thread's pCPU (resched_curr, a reschedule
+  // IPI): a halt-polling vCPU stops polling (kvm_vcpu_can_poll()).
+  virtual void resched_requested(Pcpu& /*cpu*/, Tsc /*now*/) {}
   // A posted-interrupt notification arrived while a Guest segment ran (no
   // VM exit); the Guest segment was ended at `now`.
   virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
@@ -112,6 +115,7 @@ struct PcpuStats {
   std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
   Tsc irq_cycles = 0, softirq_cycles = 0;
   Tsc busy_cycles = 0;  // time not in the idle task
+  Tsc poll_cycles = 0;  // of that, halt polling (Stage::HaltPoll)
 };
 
 class Pcpu : public sc_core::sc_module {

@@ -122,6 +122,16 @@ void TraceObserver::on_vcpu_wakeup(int vcpu, bool waited, std::int64_t block_ns,
   writer_.kvm_vcpu_wakeup(ns(t), task, cpu_of(vcpu), e);
 }
 
+void TraceObserver::on_halt_poll_ns(int vcpu, bool grow, std::uint32_t new_ns, std::uint32_t old_ns,
+                                    Tsc t) {
+  KvmHaltPollNs e;
+  e.vcpu = static_cast<unsigned>(vcpu);
+  e.grow = grow;
+  e.new_ns = new_ns;
+  e.old_ns = old_ns;
+  writer_.kvm_halt_poll_ns(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
 void TraceObserver::on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid,
                                     int prev_prio, bool prev_runnable, const std::string& next_comm,
                                     int next_pid, int next_prio, Tsc t) {

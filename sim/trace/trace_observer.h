@@ -44,6 +44,8 @@ class TraceObserver : public ModelObserver {
   void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) override;
   void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
+  void on_halt_poll_ns(int vcpu, bool grow, std::uint32_t new_ns, std::uint32_t old_ns,
+                       Tsc t) override;
   void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,
                        bool prev_runnable, const std::string& next_comm, int next_pid,
                        int next_prio, Tsc t) override;

@@ -31,6 +31,8 @@ inline std::string_view stage_explanation(Stage s) {
       return "kvm_wait_lapic_expire() busy-wait to the guest deadline";
     case Stage::VcpuBlock:
       return "vcpu_block(): timer to a host hrtimer, schedule() out";
+    case Stage::HaltPoll:
+      return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window ends";
     case Stage::VcpuWakeup:
       return "back from kvm_vcpu_block(): schedule() in, timer back to hv";
     case Stage::HostIrq:

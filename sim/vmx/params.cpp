@@ -16,6 +16,25 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"kvm.exit_fastpath", ParamType::Bool, "false", "bool", {}, {}, {},
              "vmx_exit_handlers_fastpath() (v5.8+): the TSC-deadline WRMSR and the preemption "
              "timer are handled with IRQs off and the vCPU re-enters (REENTER_GUEST)."});
+  r.declare({"kvm.halt_poll_ns", ParamType::Int, "0", "ns", 0, 1e9, {},
+             "kvm.halt_poll_ns: the maximum halt-polling window of kvm_vcpu_halt(); 0 = no "
+             "polling. The kernel's x86 default is 200000 (500000 in 2015); the scenarios set "
+             "what their measurement ran with."});
+  r.declare({"kvm.halt_poll_ns_grow", ParamType::Int, "2", "factor", 0, 1000, {},
+             "kvm.halt_poll_ns_grow: multiplier of a vCPU's window when a halt ended after it "
+             "but within the maximum; 0 = never grow."});
+  r.declare({"kvm.halt_poll_ns_grow_start", ParamType::Int, "10000", "ns", 0, 1e9, {},
+             "kvm.halt_poll_ns_grow_start: the first non-zero window; a shrunk window below it "
+             "is 0."});
+  r.declare({"kvm.halt_poll_ns_shrink", ParamType::Int, "0", "divisor", 0, 1000, {},
+             "kvm.halt_poll_ns_shrink: divisor of the window when a halt outlasted the maximum; "
+             "0 = reset to 0 (the historic default; recent kernels use 2)."});
+  r.declare({"kvm.halt_poll_ns_timer", ParamType::Int, "0", "ns", 0, 1e9, {},
+             "halt_poll_ns_timer (2016 proposal, not merged): poll instead of scheduling out "
+             "when the vCPU's own LAPIC timer fires within this many ns; 0 = off."});
+  r.declare({"cost.halt_poll_exit", ParamType::Dist, "150ns", "time", {}, {}, {},
+             "A successful halt poll: the loop's last kvm_vcpu_check_block(), stats and trace, "
+             "back to vcpu_block() (an estimate)."});
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},

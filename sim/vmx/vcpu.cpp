@@ -1,5 +1,7 @@
 #include "sim/vmx/vcpu.h"
 
+#include <algorithm>
+
 #include "sim/sched/host.h"
 
 namespace kvmsim {
@@ -73,7 +75,11 @@ bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired
 // request before its next entry (no IPI needed); a blocked one is woken
 // (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt returns.
 void Vcpu::kick(Tsc now, int from_cpu) {
-  if (state_ == State::Blocked) {
+  if (state_ == State::Poll) {
+    // Not waiting on the rcuwait: nothing to wake; the poll loop sees the
+    // pending timer at its next kvm_vcpu_check_block().
+    pcpu_->shorten_segment(now);
+  } else if (state_ == State::Blocked) {
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -120,6 +126,10 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
     // is reached with the reschedule IPI leaving then.
     pcpu_->host().wake_up(this, sender.pcpu().id(), now_tsc(), at + c);
     return c;
+  }
+  if (state_ == State::Poll) {  // the poll loop sees the vector at its next check
+    pcpu_->shorten_segment(at);
+    return 0;
   }
   if (state_ == State::Block) {
     // rcuwait_wake_up() of a task that has not left its run queue yet
@@ -215,12 +225,13 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
     case State::Block:
       after_block(now);
       break;
+    case State::Poll:
+      after_poll(now);
+      break;
     case State::Blocked:
       // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup).
       stats_.blocked_cycles += now - block_start_;
-      ctx().obs.vcpu_wakeup(vcpu_id_, true,
-                            static_cast<std::int64_t>(ctx().clock.cycles_to_ns(now - block_start_)),
-                            now);
+      finish_halt(now, true);
       end_block(now, costs_.vcpu_wakeup(rng()));
       break;
     case State::Wakeup:
@@ -261,10 +272,114 @@ void Vcpu::vcpu_block(Tsc now) {
     end_block(now, 0);
     return;
   }
+  halt_start_ = now;
+  polled_ = false;
+  const HaltPollConfig& hp = vmx_.halt_poll;
+  if (hp.max_ns == 0 && hp.timer_ns == 0) {  // no halt polling: schedule out
+    Tsc cost = costs_.vcpu_block(rng());
+    if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
+    state_ = State::Block;
+    pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
+    return;
+  }
+  const Tsc sw = hv_timer_before_block_ ? lapic_.switch_to_sw_timer(now) : 0;
+  // kvm_vcpu_halt(): the window is capped by halt_poll_ns; poll only while
+  // this is the only task on the pCPU and nothing wants it
+  // (kvm_vcpu_can_poll(): single_task_running() && !need_resched()).
+  halt_poll_ns_ = std::min(halt_poll_ns_, hp.max_ns);
+  std::uint64_t window_ns = halt_poll_ns_;
+  if (hp.timer_ns && lapic_.queued()) {
+    // halt_poll_ns_timer (2016 proposal): the vCPU's own LAPIC timer fires
+    // within the window, so poll for it instead of scheduling out.
+    const Tsc due = lapic_.expires() > now ? lapic_.expires() - now : 0;
+    if (ctx().clock.cycles_to_ns(due) < hp.timer_ns)
+      window_ns = std::max<std::uint64_t>(window_ns, hp.timer_ns);
+  }
+  const bool single_task = pcpu_->host().scheduler().rq(pcpu_->id()).nr_running() == 1;
+  if (window_ns && single_task && !pcpu_->need_resched()) {
+    polled_ = true;
+    ++hp_stats_.attempted;
+    poll_start_ = now + sw;
+    state_ = State::Poll;
+    pcpu_->run_for(Stage::HaltPoll, SegKind::HostIrqOn, sw + ctx().clock.ns_to_cycles(window_ns));
+    return;
+  }
   Tsc cost = costs_.vcpu_block(rng());
-  if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
+  cost += sw;
   state_ = State::Block;
   pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
+}
+
+// The poll loop ended: a wake-up (kvm_vcpu_check_block() < 0), the window
+// or need_resched. Without a wake-up the vCPU goes on to kvm_vcpu_block().
+void Vcpu::after_poll(Tsc now) {
+  poll_end_ = now;
+  if (vcpu_runnable()) {
+    finish_halt(now, false);
+    end_block(now, costs_.halt_poll_exit(rng()));
+    return;
+  }
+  state_ = State::Block;
+  pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, costs_.vcpu_block(rng()));
+}
+
+// The end of kvm_vcpu_halt(): update_halt_poll_stats(), the window rule
+// (shrink when the halt outlasted the maximum, grow when it ended within the
+// maximum but after the window, keep otherwise; x86 wake-ups are all
+// valid), trace_kvm_vcpu_wakeup().
+void Vcpu::finish_halt(Tsc now, bool waited) {
+  const TscClock& clk = ctx().clock;
+  if (polled_) {
+    const Tsc polled = (waited ? poll_end_ : now) - poll_start_;
+    if (waited) {
+      hp_stats_.fail_cycles += polled;
+    } else {
+      ++hp_stats_.successful;
+      hp_stats_.success_cycles += polled;
+    }
+  }
+  if (waited) hp_stats_.wait_cycles += now - block_start_;
+  const std::uint32_t max = vmx_.halt_poll.max_ns;
+  // A halt that did not poll is measured from the end of the block stage.
+  const std::uint64_t halt_ns = clk.cycles_to_ns(now - (polled_ ? halt_start_ : block_start_));
+  if (max == 0) {
+    halt_poll_ns_ = 0;
+  } else if (halt_ns <= halt_poll_ns_) {
+    // the window was long enough: keep it
+  } else if (halt_poll_ns_ && halt_ns > max) {
+    shrink_halt_poll_ns(now);
+  } else if (halt_poll_ns_ < max && halt_ns < max) {
+    grow_halt_poll_ns(now);
+  }
+  ctx().obs.vcpu_wakeup(vcpu_id_, waited, static_cast<std::int64_t>(halt_ns), now);
+}
+
+// grow_halt_poll_ns(): times grow, at least grow_start (capped by
+// halt_poll_ns at the next halt).
+void Vcpu::grow_halt_poll_ns(Tsc now) {
+  const HaltPollConfig& hp = vmx_.halt_poll;
+  if (hp.grow == 0) return;
+  const std::uint32_t old = halt_poll_ns_;
+  const std::uint64_t val = std::max<std::uint64_t>(std::uint64_t{old} * hp.grow, hp.grow_start);
+  halt_poll_ns_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(val, 0xffffffffU));
+  ++hp_stats_.grows;
+  ctx().obs.halt_poll_ns(vcpu_id_, true, halt_poll_ns_, old, now);
+}
+
+// shrink_halt_poll_ns(): divided by shrink (0: reset), and 0 below grow_start.
+void Vcpu::shrink_halt_poll_ns(Tsc now) {
+  const HaltPollConfig& hp = vmx_.halt_poll;
+  const std::uint32_t old = halt_poll_ns_;
+  std::uint32_t val = hp.shrink == 0 ? 0 : old / hp.shrink;
+  if (val < hp.grow_start) val = 0;
+  halt_poll_ns_ = val;
+  ++hp_stats_.shrinks;
+  ctx().obs.halt_poll_ns(vcpu_id_, false, val, old, now);
+}
+
+// need_resched on this pCPU ends a poll (kvm_vcpu_can_poll()).
+void Vcpu::resched_requested(Pcpu& /*cpu*/, Tsc now) {
+  if (state_ == State::Poll) pcpu_->shorten_segment(now);
 }
 
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
@@ -273,6 +388,11 @@ void Vcpu::after_block(Tsc now) {
   if (vcpu_runnable()) {
     const bool kicked = block_kicked_;
     block_kicked_ = false;
+    block_start_ = now;
+    // With halt polling configured the halt ends through the window update
+    // and kvm_vcpu_wakeup as any other (without it the model keeps the
+    // pre-polling behaviour: no event for a halt that never slept).
+    if (vmx_.halt_poll.max_ns || vmx_.halt_poll.timer_ns) finish_halt(now, false);
     end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }

@@ -92,11 +92,41 @@ struct VcpuCosts {
   Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
   Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
+  Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
 // vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
 enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
+
+// Halt polling in kvm_vcpu_halt() (virt/kvm/kvm_main.c): the module
+// parameters halt_poll_ns (the window's maximum), halt_poll_ns_grow,
+// halt_poll_ns_grow_start, halt_poll_ns_shrink, and the 2016 proposal
+// halt_poll_ns_timer (never merged: poll when the vCPU's own LAPIC timer
+// fires within that many ns).
+struct HaltPollConfig {
+  std::uint32_t max_ns = 0;  // 0 = no polling
+  std::uint32_t grow = 2;
+  std::uint32_t grow_start = 10000;
+  std::uint32_t shrink = 0;  // 0 = reset to 0 (the historic default)
+  std::uint32_t timer_ns = 0;
+};
+
+struct HaltPollStats {
+  std::uint64_t attempted = 0, successful = 0, invalid = 0, grows = 0, shrinks = 0;
+  Tsc success_cycles = 0, fail_cycles = 0, wait_cycles = 0;
+  HaltPollStats& operator+=(const HaltPollStats& o) {
+    attempted += o.attempted;
+    successful += o.successful;
+    invalid += o.invalid;
+    grows += o.grows;
+    shrinks += o.shrinks;
+    success_cycles += o.success_cycles;
+    fail_cycles += o.fail_cycles;
+    wait_cycles += o.wait_cycles;
+    return *this;
+  }
+};
 
 struct VmxConfig {
   unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
@@ -105,6 +135,7 @@ struct VmxConfig {
   // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
   // when the vCPU was preempted while runnable (vcpu->preempted).
   bool preempted_on_block = true;
+  HaltPollConfig halt_poll;
 };
 
 struct VcpuStats {
@@ -150,6 +181,7 @@ class Vcpu : public HostThread {
   void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
   void sched_in(Pcpu& cpu, Tsc now) override;
   void posted_interrupt(Pcpu& cpu, Tsc now) override;
+  void resched_requested(Pcpu& cpu, Tsc now) override;
 
   // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
   bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
@@ -195,6 +227,8 @@ class Vcpu : public HostThread {
     return guest_ != nullptr && guest_->interruptible();
   }
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
+  [[nodiscard]] const HaltPollStats& halt_poll_stats() const { return hp_stats_; }
+  [[nodiscard]] std::uint32_t halt_poll_ns() const { return halt_poll_ns_; }
   Rng& rng() { return pcpu_->rng(); }
   SimContext& ctx() { return pcpu_->ctx(); }
 
@@ -210,6 +244,7 @@ class Vcpu : public HostThread {
     Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
     HandleExit,
+    Poll,      // kvm_vcpu_halt(): halt polling
     Block,     // vcpu_block() before schedule()
     Blocked,   // the thread sleeps; the pCPU idles
     Wakeup,    // back from kvm_vcpu_block()
@@ -238,6 +273,10 @@ class Vcpu : public HostThread {
   Tsc run_exit_handler(Tsc now);
 
   void record_steal_time(Tsc now);
+  void after_poll(Tsc now);
+  void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
+  void grow_halt_poll_ns(Tsc now);
+  void shrink_halt_poll_ns(Tsc now);
 
   int vcpu_id_, vm_id_;
   Pcpu* pcpu_;
@@ -263,10 +302,14 @@ class Vcpu : public HostThread {
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
-  bool preempted_ = false;         // vcpu->preempted
-  bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
-  std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
-  Tsc steal_recorded_ = 0;         // run delay already reported to the guest
+  bool preempted_ = false;          // vcpu->preempted
+  bool steal_update_ = false;       // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t st_preempted_ = 0;   // steal_time.preempted, as the guest reads it
+  Tsc steal_recorded_ = 0;          // run delay already reported to the guest
+  std::uint32_t halt_poll_ns_ = 0;  // vcpu->halt_poll_ns: this vCPU's current window
+  bool polled_ = false;             // this halt polled
+  Tsc halt_start_ = 0, poll_start_ = 0, poll_end_ = 0;
+  HaltPollStats hp_stats_;
   VcpuStats stats_;
 };
 

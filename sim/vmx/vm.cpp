@@ -21,6 +21,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.vcpu_block = S(p, clk, "cost.vcpu_block");
   vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
   vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
+  vc.halt_poll_exit = S(p, clk, "cost.halt_poll_exit");
   vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
@@ -48,6 +49,12 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
   c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
+  HaltPollConfig& hp = c.vmx.halt_poll;
+  hp.max_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns"));
+  hp.grow = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow"));
+  hp.grow_start = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow_start"));
+  hp.shrink = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_shrink"));
+  hp.timer_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_timer"));
   LapicConfig& l = c.lapic;
   l.hv_timer_available = p.b("kvm.enable_hv_timer") &&
                          vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate);
@@ -102,6 +109,18 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  // Halt polling under the kernel's stat names (halt_attempted_poll, ...).
+  HaltPollStats hp;
+  for (const auto* v : vcpus_) hp += v->halt_poll_stats();
+  m["halt_poll.attempted"] = static_cast<double>(hp.attempted);
+  m["halt_poll.successful"] = static_cast<double>(hp.successful);
+  m["halt_poll.invalid"] = static_cast<double>(hp.invalid);
+  m["halt_poll.grow"] = static_cast<double>(hp.grows);
+  m["halt_poll.shrink"] = static_cast<double>(hp.shrinks);
+  m["halt_poll.success_ns"] = clk.to_ns(static_cast<double>(hp.success_cycles));
+  m["halt_poll.fail_ns"] = clk.to_ns(static_cast<double>(hp.fail_cycles));
+  m["halt_poll.poll_ns_total"] = clk.to_ns(static_cast<double>(hp.success_cycles + hp.fail_cycles));
+  m["halt_poll.wait_ns"] = clk.to_ns(static_cast<double>(hp.wait_cycles));
   IpiStats is;
   for (const auto* v : vcpus_) is += v->lapic().ipi_stats();
   m["ipi.sent"] = static_cast<double>(is.sent);
