@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <systemc>
@@ -105,6 +106,8 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   ctx_.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
+  ctx_.run_ahead = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
+  g_run_ahead_now = kTscNever;
   ctx_.obs.add(&exit_stats_);
   ctx_.obs.add(&breakdown_);
 
@@ -201,14 +204,21 @@ RunResult System::run() {
   const TscClock& clk = ctx_.clock;
   for (auto* v : vcpus_) v->start();
   for (auto& t : host_tasks_) t->start(*host_);
+  const Tsc limit = clk.from_ns(p_.d("sim.max_simulated_s") * 1e9);
+  ctx_.run_until = limit;
   const auto wall0 = std::chrono::steady_clock::now();
-  sc_core::sc_start(cycles(clk.from_ns(p_.d("sim.max_simulated_s") * 1e9)));
+  sc_core::sc_start(cycles(limit));
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (progress_) progress_->finish();
+  if (std::getenv("KVMSIM_RUN_AHEAD_STATS"))
+    std::fprintf(stderr, "run-ahead %s: %llu model steps in %llu SystemC activations, %llu ties\n",
+                 ctx_.run_ahead ? "on" : "off", static_cast<unsigned long long>(ctx_.events),
+                 static_cast<unsigned long long>(ctx_.activations),
+                 static_cast<unsigned long long>(ctx_.run_ahead_ties));
 
   RunResult r;
-  const Tsc end = now_tsc();
+  const Tsc end = now_tsc();  // where a pCPU that ran ahead called sc_stop(), if one did
   host_->account_to(end);
   r.completed = stopped_;
   r.simulated_s = clk.to_s(static_cast<double>(end));

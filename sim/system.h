@@ -48,6 +48,11 @@ class ModelObserver;
 struct RunOptions {
   std::string trace_path;  // --trace FILE: trace-cmd report text of the host's kvm events
   bool progress = false;   // a progress line on stderr
+  // A pCPU runs its next decision points inline in one SystemC activation
+  // while nothing else can act before them (Pcpu::dispatch); false
+  // (--no-run-ahead): one SystemC event per decision point. Every output is
+  // the same either way (tests/cli/run_ahead_test.cpp); --vcd turns it off.
+  bool run_ahead = true;
   // Teaching views (sim/views), each attached only when its path is given.
   std::string perfetto_path;      // --perfetto FILE: Chrome trace-event JSON
   double perfetto_limit_ms = 50;  // nothing after this much simulated time

@@ -40,25 +40,37 @@ void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
   seg_end_ = end;
 }
 
-void Pcpu::reschedule() {
-  if (in_dispatch_) return;  // dispatch() re-arms on its way out
+// The earliest time this pCPU must decide something: end of the current
+// segment, clockevent expiry, next noise interrupt, IPI arrival,
+// preemption-timer zero; `now` for an interrupt left pending (it came in
+// while another one ran) or a posted-interrupt notification that the segment
+// lets in. May lie before `now` (a timer started in the past).
+Tsc Pcpu::next_decision(Tsc now) const {
   Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
-  // An interrupt left pending (it came in while another one ran) is taken as
-  // soon as the segment lets it in.
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
-    next = std::min(next, now_tsc());
+    next = std::min(next, now);
   if (pending_pi_ &&
       (seg_kind_ == SegKind::Guest ||
        ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) && !in_nested_irq_)))
-    next = std::min(next, now_tsc());
+    next = std::min(next, now);
+  return next;
+}
+
+void Pcpu::reschedule() {
+  if (in_dispatch_) return;  // dispatch() re-arms on its way out
+  const Tsc now = now_tsc();  // the model's time (a pCPU may have run ahead)
+  const Tsc next = next_decision(now);
   if (next == scheduled_) return;
   wake_.cancel();
   scheduled_ = next;
+  ++g_notify_generation;
   if (next == kTscNever) return;
-  const Tsc now = now_tsc();
-  wake_.notify(cycles(next > now ? next - now : 0));
+  // Fires at max(next, now) in the model's time, as without run-ahead; the
+  // delay counts from SystemC's own time.
+  const Tsc at = std::max(next, now);
+  wake_.notify(cycles(at - sc_now_tsc()));
 }
 
 bool Pcpu::need_resched() const { return sched_.need_resched(id_); }
@@ -269,11 +281,9 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
   return cost;
 }
 
-void Pcpu::dispatch() {
-  in_dispatch_ = true;
+// One decision point of this pCPU at `now` (what one SystemC event did).
+void Pcpu::step(Tsc now) {
   ++ctx_.events;
-  const Tsc now = now_tsc();
-  scheduled_ = kTscNever;
   poll_sources(now);
 
   if (seg_kind_ == SegKind::Guest && vmx_timer_ <= now && seg_end_ > now) {
@@ -323,8 +333,66 @@ void Pcpu::dispatch() {
       schedule(now);  // the idle loop saw need_resched
     }
   }
+}
+
+// One SystemC activation runs this pCPU's decision points one after the
+// other while the next one lies strictly before every other pending SystemC
+// activity and the sc_start() limit: nothing else can act in between, so the
+// order of everything, and every output, is what one event per decision
+// point gives. A step that re-armed or cancelled another pCPU's event (a
+// wake-up, an IPI, a kick, a store another vCPU spins on) ends the run
+// ahead, so that every cross-pCPU effect is ordered by SystemC as before.
+void Pcpu::dispatch() {
+  in_dispatch_ = true;
+  ++ctx_.activations;
+  const Tsc sc_now = sc_now_tsc();
+  Tsc now = sc_now;
+  scheduled_ = kTscNever;
+  Tsc horizon = 0;
+  bool horizon_known = false;
+  bool stopped = false;
+  bool last = false;
+  for (;;) {
+    g_run_ahead_now = now;
+    const std::uint64_t generation = g_notify_generation;
+    step(now);
+    if (sc_core::sc_get_simulator_status() != sc_core::SC_SIM_OK) {
+      stopped = true;  // sc_stop(): the model's time stays where it stopped
+      break;
+    }
+    if (!ctx_.run_ahead) break;
+    // Due now (or in the past): without run-ahead a zero-delay re-arm, which
+    // runs alone when nothing else is pending now (now < horizon).
+    const Tsc next = std::max(next_decision(now), now);
+    if (last) {
+      if (next == now || g_notify_generation != generation) ++ctx_.run_ahead_ties;
+      break;
+    }
+    if (g_notify_generation != generation) {
+      // The step armed another pCPU: SystemC orders what follows. One case
+      // needs care: that pCPU became due now and so is this one. Without
+      // run-ahead both were zero-delay (delta) notifications, and SystemC
+      // runs this pCPU first (delta events trigger in reverse order of
+      // notification; this pCPU re-armed last, on its way out): take that
+      // one step here, as timed events at one time have no such order.
+      if (next == now && now != sc_now) {
+        last = true;
+        continue;
+      }
+      break;
+    }
+    if (next == kTscNever) break;
+    if (!horizon_known) {
+      // sc_max_time() when nothing is pending; 0 if anything is runnable now.
+      horizon = sc_now + sc_core::sc_time_to_pending_activity().value();
+      horizon_known = true;
+    }
+    if (next >= horizon || next >= ctx_.run_until) break;
+    now = next;
+  }
   in_dispatch_ = false;
-  reschedule();
+  reschedule();  // at the model time this activation reached
+  if (!stopped) g_run_ahead_now = kTscNever;
 }
 
 }  // namespace kvmsim

@@ -6,7 +6,10 @@
 //
 // Everything that happens on the pCPU is driven by one SC_METHOD and one
 // timed sc_event, re-armed for the earliest of: end of the current segment,
-// clockevent expiry, next noise interrupt, IPI arrival, preemption-timer zero.
+// clockevent expiry, next noise interrupt, IPI arrival, preemption-timer zero
+// (next_decision()). One activation runs the next decision points inline
+// while they come strictly before every other pending SystemC activity
+// (run-ahead, see dispatch()); now_tsc() is then the time this pCPU reached.
 //
 // How an interrupt is taken depends on the segment's kind:
 //   Guest      -> the vCPU takes a VM exit (EXTERNAL_INTERRUPT), the thread
@@ -198,6 +201,8 @@ class Pcpu : public sc_core::sc_module {
 
  private:
   void dispatch();
+  void step(Tsc now);
+  [[nodiscard]] Tsc next_decision(Tsc now) const;
   void poll_sources(Tsc now);
   Tsc irq_exit(Tsc now);
   void end_segment(Tsc now);

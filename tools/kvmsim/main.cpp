@@ -71,6 +71,9 @@ int sc_main(int argc, char* argv[]) {
   run->add_flag("-q,--quiet", quiet, "No summary on stdout");
   kvmsim::RunOptions view_opts;
   kvmsim::cli::add_view_options(*run, view_opts);
+  run->add_flag("!--no-run-ahead", view_opts.run_ahead,
+                "One SystemC event per pCPU decision point (no inline run-ahead; same outputs, "
+                "slower)");
 
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
