@@ -12,6 +12,8 @@
 #include "sim/core/breakdown.h"
 #include "sim/core/context.h"
 #include "sim/core/exit_stats.h"
+#include "sim/core/fingerprint.h"
+#include "sim/core/invariants.h"
 #include "sim/guest/cpu_hog.h"
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/guest_kernel.h"
@@ -76,6 +78,11 @@ struct Model {
   std::unique_ptr<trace::TraceObserver> trace;
   std::unique_ptr<views::PerfettoObserver> perfetto;
   std::unique_ptr<views::VcdObserver> vcd;
+  // Reliability (sim/core): the trajectory hash, the invariant checks, and
+  // whether the workload's own end (its stop callback) was reached.
+  FingerprintObserver fingerprint;
+  InvariantObserver invariants;
+  bool workload_done = false;
 };
 
 Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
@@ -95,6 +102,8 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const TscClock& clk = ctx.clock;
   ctx.obs.add(&m->exit_stats);
   ctx.obs.add(&m->breakdown);
+  ctx.obs.add(&m->fingerprint);
+  ctx.obs.add(&m->invariants);
 
   // Host topology and the pCPUs the VMs are pinned to.
   m->topo = std::make_unique<Topology>(static_cast<int>(p.i("platform.sockets")),
@@ -214,7 +223,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   if (!kut && ct_vcpu >= vcpus_per_vm)
     config_error(fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
                              p.origin("cyclictest.vcpu"), ct_vcpu, vcpus_per_vm));
-  auto stop = [] { sc_core::sc_stop(); };
+  auto stop = [done = &m->workload_done] {
+    *done = true;
+    sc_core::sc_stop();
+  };
   std::uint64_t progress_total = 0;
   if (workload == "cyclictest") {
     CyclictestConfig cc;
@@ -341,8 +353,10 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   m->progress.reset();
+  if (!invariant_violation().empty()) throw InvariantError(invariant_violation());
 
   RunResult r;
+  r.completed = m->workload_done || workload == "busy";  // busy runs for sim.max_simulated_s
   const Tsc end = now_tsc();
   r.simulated_s = clk.to_s(static_cast<double>(end));
   auto& mt = r.metrics;
@@ -350,6 +364,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   mt["sim.wall_s"] = wall_s;
   mt["sim.simulated_s"] = r.simulated_s;
   mt["sim.seed"] = static_cast<double>(ctx.seed);
+  mt["sim.fingerprint"] = static_cast<double>(m->fingerprint.value());
 
   for (int i = 0; i < kMaxExitReason; ++i) {
     const auto& s = m->exit_stats.all()[static_cast<std::size_t>(i)];

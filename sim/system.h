@@ -32,6 +32,10 @@ struct RunResult {
   std::vector<ExitRow> exits;       // by count, descending
   std::vector<StageRow> breakdown;  // where the latency went
   double simulated_s = 0;
+  // The workload ran to its end (cyclictest's loops, the test's samples; a
+  // busy guest runs until sim.max_simulated_s by design). False when the run
+  // was cut by sim.max_simulated_s or stopped by an observer (a signal, explain).
+  bool completed = false;
 };
 
 class ModelObserver;

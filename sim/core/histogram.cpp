@@ -166,12 +166,28 @@ class CyclictestParser {
       ++line_no_;
       line_ = raw;
       if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      for (const char c : line_) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 && c != '\t' && c != '\f' && c != '\v') {
+          line_ = fmt::format("byte 0x{:02x}", u);
+          fail("binary data: not a cyclictest text file");
+        }
+      }
       parse_line(line_);
     }
     if (!in_histogram_) {
       ++line_no_;
       line_.clear();
       fail("no '# Histogram' line before end of input");
+    }
+    // A file cut while being written (a full disk, a killed cyclictest).
+    if (!text.empty() && text.back() != '\n' && !footer_started_)
+      fail("the last line has no newline: the file was cut in the middle of a histogram row");
+    if (!rows_.empty() && !footer_started_) {
+      ++line_no_;
+      line_.clear();
+      fail("no summary line ('# Total:', '# Min Latencies:', ...) after the histogram rows: "
+           "the file was cut");
     }
     return finish();
   }
@@ -311,7 +327,16 @@ class CyclictestParser {
       for (const auto& [bucket, counts] : rows_) th.counts[bucket] = counts[t];
       th.total = 0;
       for (std::uint64_t c : th.counts) th.total += c;
-      if (total_) th.total = total_->v[t];
+      if (total_) {
+        // cyclictest's "# Total:" is the sum of its bucket counts (overflows apart).
+        if (total_->v[t] != th.total)
+          fail_at(total_->line,
+                  fmt::format("'# Total:' says {} for thread {} but its histogram rows add up "
+                              "to {}: inconsistent or cut file",
+                              total_->v[t], t, th.total),
+                  total_->text);
+        th.total = total_->v[t];
+      }
       if (overflows_) th.overflows = overflows_->v[t];
       if (min_) th.min_us = min_->v[t];
       if (avg_) th.avg_us = avg_->v[t];
