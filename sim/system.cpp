@@ -12,8 +12,8 @@
 #include "sim/core/breakdown.h"
 #include "sim/core/context.h"
 #include "sim/core/exit_stats.h"
-#include "sim/core/fingerprint.h"
 #include "sim/core/invariants.h"
+#include "sim/core/run_guard.h"
 #include "sim/guest/cpu_hog.h"
 #include "sim/guest/cyclictest.h"
 #include "sim/guest/guest_kernel.h"
@@ -78,10 +78,10 @@ struct Model {
   std::unique_ptr<trace::TraceObserver> trace;
   std::unique_ptr<views::PerfettoObserver> perfetto;
   std::unique_ptr<views::VcdObserver> vcd;
-  // Reliability (sim/core): the trajectory hash, the invariant checks, and
-  // whether the workload's own end (its stop callback) was reached.
-  FingerprintObserver fingerprint;
-  InvariantObserver invariants;
+  // Reliability (sim/core/run_guard.h): the trajectory hash, the invariant
+  // checks, a signal's stop request; and whether the workload's own end (its
+  // stop callback) was reached.
+  RunGuard guard;
   bool workload_done = false;
 };
 
@@ -102,8 +102,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   const TscClock& clk = ctx.clock;
   ctx.obs.add(&m->exit_stats);
   ctx.obs.add(&m->breakdown);
-  ctx.obs.add(&m->fingerprint);
-  ctx.obs.add(&m->invariants);
+  ctx.obs.add(&m->guard);
 
   // Host topology and the pCPUs the VMs are pinned to.
   m->topo = std::make_unique<Topology>(static_cast<int>(p.i("platform.sockets")),
@@ -364,7 +363,7 @@ RunResult run_simulation(const ParamSet& p, const RunOptions& opts) {
   mt["sim.wall_s"] = wall_s;
   mt["sim.simulated_s"] = r.simulated_s;
   mt["sim.seed"] = static_cast<double>(ctx.seed);
-  mt["sim.fingerprint"] = static_cast<double>(m->fingerprint.value());
+  mt["sim.fingerprint"] = static_cast<double>(m->guard.fingerprint());
 
   for (int i = 0; i < kMaxExitReason; ++i) {
     const auto& s = m->exit_stats.all()[static_cast<std::size_t>(i)];

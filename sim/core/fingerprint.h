@@ -11,7 +11,7 @@
 
 namespace kvmsim {
 
-class FingerprintObserver : public ModelObserver {
+class FingerprintObserver final : public ModelObserver {
  public:
   void on_segment(int pcpu, Stage s, Tsc b, Tsc e) override { mix(1, pcpu, b, e, int(s)); }
   void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) override { mix(2, v, t, pcpu, int(r)); }

@@ -23,39 +23,25 @@ void invariant_failed(const std::string& component, const std::string& what) {
 
 const std::string& invariant_violation() { return first_violation(); }
 
-InvariantObserver::VcpuState& InvariantObserver::vcpu(int v) {
-  const auto i = static_cast<std::size_t>(v);
-  if (i >= vcpus_.size()) vcpus_.resize(i + 1);
-  return vcpus_[i];
+void InvariantObserver::segment_out_of_order(int pcpu, Stage stage, Tsc begin, Tsc end) const {
+  invariant_failed(fmt::format("pcpu{}", pcpu),
+                   fmt::format("segment {} [{}, {}) overlaps or precedes the previous one "
+                               "(ended at {})",
+                               stage_name(stage), begin, end,
+                               pcpu_end_[static_cast<std::size_t>(pcpu)]));
 }
 
-void InvariantObserver::on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) {
-  const auto i = static_cast<std::size_t>(pcpu);
-  if (i >= pcpu_end_.size()) pcpu_end_.resize(i + 1, 0);
-  if (end < begin || begin < pcpu_end_[i])
-    invariant_failed(fmt::format("pcpu{}", pcpu),
-                     fmt::format("segment {} [{}, {}) overlaps or precedes the previous one "
-                                 "(ended at {})",
-                                 stage_name(stage), begin, end, pcpu_end_[i]));
-  pcpu_end_[i] = std::max(pcpu_end_[i], end);
+void InvariantObserver::exit_elsewhere(int v, int pcpu, ExitReason reason) const {
+  invariant_failed(fmt::format("vcpu{}", v),
+                   fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
+                               exit_reason_name(reason), pcpu,
+                               vcpus_[static_cast<std::size_t>(v)].in_guest_on));
 }
 
-void InvariantObserver::on_vmentry(int v, int pcpu, Tsc) {
-  auto& s = vcpu(v);
-  if (s.in_guest_on >= 0)
-    invariant_failed(fmt::format("vcpu{}", v),
-                     fmt::format("VM entry on pcpu{} while already in guest mode on pcpu{}",
-                                 pcpu, s.in_guest_on));
-  s.in_guest_on = pcpu;
-}
-
-void InvariantObserver::on_vmexit(int v, int pcpu, ExitReason reason, Tsc) {
-  auto& s = vcpu(v);
-  if (s.in_guest_on != pcpu)
-    invariant_failed(fmt::format("vcpu{}", v),
-                     fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
-                                 exit_reason_name(reason), pcpu, s.in_guest_on));
-  s.in_guest_on = -1;
+void InvariantObserver::entry_in_guest(int v, int pcpu) const {
+  invariant_failed(fmt::format("vcpu{}", v),
+                   fmt::format("VM entry on pcpu{} while already in guest mode on pcpu{}", pcpu,
+                               vcpus_[static_cast<std::size_t>(v)].in_guest_on));
 }
 
 void InvariantObserver::on_timer_armed(int v, int, Tsc deadline) {

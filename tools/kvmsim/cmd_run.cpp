@@ -149,8 +149,6 @@ int run(RunArgs& a) {
   }
   warn_if_pathological(params);
 
-  StopOnSignal stopper;
-  opts.observers.push_back(&stopper);
   opts.progress = !a.quiet;
   install_stop_signals();
   RunResult result = run_simulation(params, opts);

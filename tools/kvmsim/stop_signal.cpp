@@ -3,7 +3,7 @@
 #include <csignal>
 #include <ctime>
 
-#include <systemc>
+#include "sim/core/run_guard.h"
 
 namespace kvmsim::cli {
 
@@ -17,6 +17,7 @@ extern "C" void on_stop_signal(int sig) {
   if (!g_signal) {
     g_signal = sig;
     g_first_s = static_cast<std::sig_atomic_t>(now.tv_sec);
+    request_stop();
     return;
   }
   // A second signal a second or more later: the user insists, stop now. (One
@@ -37,12 +38,5 @@ void install_stop_signals() {
 }
 
 int stop_signal() { return static_cast<int>(g_signal); }
-
-void StopOnSignal::on_segment(int, Stage, Tsc, Tsc) {
-  if (g_signal && !stopped_) {
-    stopped_ = true;
-    sc_core::sc_stop();
-  }
-}
 
 }  // namespace kvmsim::cli

@@ -1,5 +1,5 @@
 // SIGINT / SIGTERM during `kvmsim run`: the first one stops the simulation at
-// the next event boundary (the run then ends like one cut by
+// the next event boundary (kvmsim::request_stop(), sim/core/run_guard.h) (the run then ends like one cut by
 // sim.max_simulated_s: every observer closes its file properly), the CLI
 // discards the outputs (or writes them marked partial with --allow-partial),
 // says how far the run got and exits 128 + signal (130, 143). A second signal
@@ -7,21 +7,10 @@
 // action; its temporary files stay behind as .kvmsim-PID-NAME).
 #pragma once
 
-#include "sim/core/observer.h"
-
 namespace kvmsim::cli {
 
 void install_stop_signals();
 // 0, or the first signal received.
 int stop_signal();
-
-// Calls sc_stop() at the first segment after a signal.
-class StopOnSignal : public ModelObserver {
- public:
-  void on_segment(int, Stage, Tsc, Tsc) override;
-
- private:
-  bool stopped_ = false;
-};
 
 }  // namespace kvmsim::cli
