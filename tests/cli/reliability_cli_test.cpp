@@ -75,6 +75,19 @@ TEST_CASE("a run cut by sim.max_simulated_s fails unless --allow-partial", "[cli
   CHECK(files_in(d) == 2);  // summary.json, histogram.txt; no temporary left
 }
 
+TEST_CASE("host noise that saturates the pCPUs is refused before the run, heavy noise warned",
+          "[cli][reliability]") {
+  // Was: minutes of silence, then "0 loops, avg nan" with exit 0.
+  auto r = run_cli("run " + kShortT1 + " -q --set noise.irq.rate_hz=1e5");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "key 'noise.irq.rate_hz': host noise takes 108% of every pCPU"));
+  CHECK(has(r, "can never finish"));
+  r = run_cli("run " + kShortT1 + " -q --set noise.irq.rate_hz=5e4");
+  CHECK(r.exit_code == 0);
+  CHECK(has(r, "warning: host noise takes 54% of every pCPU"));
+}
+
 TEST_CASE("a full disk on any output fails the run with the path, and leaves nothing",
           "[cli][reliability]") {
   for (const char* opt : {"--trace", "--perfetto", "--vcd"}) {

@@ -81,20 +81,28 @@ std::string progress_text(const RunResult& r, const ParamSet& p) {
 }
 
 // Parameter sets that make a run crawl or never finish: said before the run.
-void warn_if_pathological(const ParamSet& p) {
+// Host noise that takes every cycle of the pCPUs leaves the workload none: the
+// run could only end at sim.max_simulated_s, incomplete, so it is refused
+// (unless a partial result is asked for).
+void check_pathological(const ParamSet& p, bool allow_partial) {
   const TscClock clk{static_cast<std::uint64_t>(p.i("platform.tsc_khz"))};
-  const double irq = p.d("noise.irq.rate_hz") * clk.to_s(p.dist("noise.irq.duration").mean_cycles(clk));
-  const double soft =
-      p.d("noise.softirq.rate_hz") * clk.to_s(p.dist("noise.softirq.duration").mean_cycles(clk));
-  if (irq + soft >= 0.5)
-    std::cerr << fmt::format(
-        "kvmsim: warning: host noise takes {:.0f}% of every pCPU (noise.irq.rate_hz {} x mean "
-        "noise.irq.duration {:.1f} us, noise.softirq.rate_hz {} x {:.1f} us): the workload "
-        "{}; expect a very slow run\n",
-        100 * (irq + soft), p.text("noise.irq.rate_hz"),
-        clk.to_us(p.dist("noise.irq.duration").mean_cycles(clk)), p.text("noise.softirq.rate_hz"),
-        clk.to_us(p.dist("noise.softirq.duration").mean_cycles(clk)),
-        irq + soft >= 1 ? "can never run (the pCPUs are saturated)" : "hardly progresses");
+  const double irq_us = clk.to_us(p.dist("noise.irq.duration").mean_cycles(clk));
+  const double soft_us = clk.to_us(p.dist("noise.softirq.duration").mean_cycles(clk));
+  const double load = (p.d("noise.irq.rate_hz") * irq_us + p.d("noise.softirq.rate_hz") * soft_us) / 1e6;
+  if (load >= 0.5) {
+    const std::string what = fmt::format(
+        "host noise takes {:.0f}% of every pCPU (noise.irq.rate_hz {} x mean noise.irq.duration "
+        "{:.1f} us + noise.softirq.rate_hz {} x {:.1f} us)",
+        100 * load, p.text("noise.irq.rate_hz"), irq_us, p.text("noise.softirq.rate_hz"), soft_us);
+    if (load >= 1 && !allow_partial)
+      throw ScenarioError(fmt::format(
+          "{}: key 'noise.irq.rate_hz': {}: the pCPUs are saturated and the workload can never "
+          "finish (--allow-partial runs it anyway, to sim.max_simulated_s)",
+          p.origin("noise.irq.rate_hz"), what));
+    std::cerr << "kvmsim: warning: " << what << ": the workload "
+              << (load >= 1 ? "can never finish" : "hardly progresses")
+              << "; expect a very slow run\n";
+  }
   // Host events per simulated second over all pCPUs: noise, softirqs, ticks.
   const double pcpus = static_cast<double>(p.i("vm.count") * p.i("vm.vcpus"));
   const double rate =
@@ -177,7 +185,7 @@ int run(RunArgs& a) {
     out.vcd = OutputFile("--vcd", a.view.vcd_path);
     opts.vcd_path = out.vcd.temp();
   }
-  warn_if_pathological(params);
+  check_pathological(params, a.allow_partial);
 
   opts.progress = !a.quiet;
   std::optional<TimeProgress> time_progress;
