@@ -291,3 +291,16 @@ TEST_CASE("run prints the numbers the kvm-unit-tests programs print", "[cli][rel
   CHECK(std::regex_search(r.output, std::regex(R"(\n  tscdeadline_immed \d+  \(\d+ iterations\))")));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  tscdeadline \d+  \(\d+ iterations\))")));
 }
+
+TEST_CASE("a Perfetto file stops at its size cap as valid JSON, with a warning",
+          "[cli][reliability][views]") {
+  // vmexit at the default 50 ms wrote about 100 MB.
+  const auto d = out_dir("rel-perfetto-cap");
+  const auto r = run_cli("run scenarios/vmexit_tscdeadline.yaml -q --set vmexit.goal_cycles=67108864 "
+                         "--perfetto " + (d / "p.json").string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(has(r, "warning: --perfetto: the file reached its size cap of 64 MiB at "));
+  CHECK(fs::file_size(d / "p.json") < (65u << 20));
+  CHECK_NOTHROW(nlohmann::json::parse(read_text(d / "p.json")));
+}
