@@ -158,6 +158,15 @@ struct Outputs {
     for (auto* f : {&trace, &perfetto, &vcd, &histogram, &summary})
       if (f->active()) f->commit();
   }
+  // A writer's message names the temporary it wrote: name the user's path.
+  [[nodiscard]] std::string user_path(std::string message) const {
+    for (const auto* f : {&summary, &histogram, &trace, &perfetto, &vcd}) {
+      if (!f->active() || f->temp().empty()) continue;
+      for (std::size_t at; (at = message.find(f->temp())) != std::string::npos;)
+        message.replace(at, f->temp().size(), f->path());
+    }
+    return message;
+  }
 };
 
 int run(RunArgs& a) {
@@ -203,7 +212,7 @@ int run(RunArgs& a) {
   const std::string where =
       fmt::format("at {:.6f} s simulated ({})", result.simulated_s, progress_text(result, params));
   if (!output_errors().empty()) {
-    for (const auto& e : output_errors()) std::cerr << "kvmsim: error: " << e << "\n";
+    for (const auto& e : output_errors()) std::cerr << "kvmsim: error: " << out.user_path(e) << "\n";
     std::cerr << "kvmsim: the run stopped " << where << "; no output written\n";
     return kExitFailed;
   }
