@@ -16,26 +16,26 @@ std::string& first_violation() {
 
 void invariant_failed(const std::string& component, const std::string& what) {
   if (!first_violation().empty()) return;
-  first_violation() = fmt::format("invariant violated at simulated cycle {} in {}: {}",
-                                  now_tsc(), component, what);
+  first_violation() =
+      fmt::format("invariant violated at simulated cycle {} in {}: {}", now_tsc(), component, what);
   if (sc_core::sc_is_running()) sc_core::sc_stop();
 }
 
 const std::string& invariant_violation() { return first_violation(); }
 
 void InvariantObserver::segment_out_of_order(int pcpu, Stage stage, Tsc begin, Tsc end) const {
-  invariant_failed(fmt::format("pcpu{}", pcpu),
-                   fmt::format("segment {} [{}, {}) overlaps or precedes the previous one "
-                               "(ended at {})",
-                               stage_name(stage), begin, end,
-                               pcpu_end_[static_cast<std::size_t>(pcpu)]));
+  invariant_failed(
+      fmt::format("pcpu{}", pcpu),
+      fmt::format("segment {} [{}, {}) overlaps or precedes the previous one "
+                  "(ended at {})",
+                  stage_name(stage), begin, end, pcpu_end_[static_cast<std::size_t>(pcpu)]));
 }
 
 void InvariantObserver::exit_elsewhere(int v, int pcpu, ExitReason reason) const {
-  invariant_failed(fmt::format("vcpu{}", v),
-                   fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
-                               exit_reason_name(reason), pcpu,
-                               vcpus_[static_cast<std::size_t>(v)].in_guest_on));
+  invariant_failed(
+      fmt::format("vcpu{}", v),
+      fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
+                  exit_reason_name(reason), pcpu, vcpus_[static_cast<std::size_t>(v)].in_guest_on));
 }
 
 void InvariantObserver::entry_in_guest(int v, int pcpu) const {

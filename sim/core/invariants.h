@@ -55,13 +55,12 @@ class InvariantObserver final : public ModelObserver {
     s.in_guest_on = pcpu;
   }
   void on_timer_armed(int vcpu, int pcpu, Tsc deadline) override;
-  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t,
-                         std::int64_t latency_ns) override;
+  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns) override;
 
  private:
   struct VcpuState {
-    int in_guest_on = -1;        // pCPU the vCPU entered on, -1 in root mode
-    std::deque<Tsc> armed;       // deadlines armed, not yet delivered (oldest first)
+    int in_guest_on = -1;   // pCPU the vCPU entered on, -1 in root mode
+    std::deque<Tsc> armed;  // deadlines armed, not yet delivered (oldest first)
   };
   VcpuState& vcpu(int v) {
     const auto i = static_cast<std::size_t>(v);

@@ -20,7 +20,8 @@ std::vector<std::string>& paths() {
 void output_failed(const std::string& path, const std::string& what, int err) {
   if (std::find(paths().begin(), paths().end(), path) != paths().end()) return;
   paths().push_back(path);
-  errors().push_back(path + ": " + what + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
+  errors().push_back(path + ": " + what +
+                     (err ? std::string(" (") + std::strerror(err) + ")" : ""));
   if (sc_core::sc_is_running()) sc_core::sc_stop();
 }
 

@@ -57,7 +57,8 @@ TEST_CASE("a stage cost above one simulated second is an error naming the key",
 
 TEST_CASE("a run cut by sim.max_simulated_s fails unless --allow-partial", "[cli][reliability]") {
   const auto d = out_dir("rel-cut");
-  const std::string cut = "run " + kShortT1 + " -q --set sim.max_simulated_s=0.1 --out " + d.string();
+  const std::string cut =
+      "run " + kShortT1 + " -q --set sim.max_simulated_s=0.1 --out " + d.string();
   const auto r = run_cli(cut);
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -237,7 +238,9 @@ TEST_CASE("compare refuses cut, inconsistent, binary and directory input, and ba
 TEST_CASE("trace-stats refuses a directory, a binary file and a file without events",
           "[cli][reliability][trace]") {
   const auto d = out_dir("rel-trace-stats");
-  write_file(d / "bin", std::string("\x7f" "ELF\0\0\0\1", 8));
+  write_file(d / "bin", std::string("\x7f"
+                                    "ELF\0\0\0\1",
+                                    8));
   write_file(d / "prose.txt", "this is not\na trace\n");
   auto r = run_cli("trace-stats " + d.string());
   CHECK(r.exit_code == 2);
@@ -268,9 +271,9 @@ TEST_CASE("same seed, byte-identical VCD and Perfetto files (no wall-clock date)
 TEST_CASE("traces carry nanosecond timestamps: trace-stats service times match the summary",
           "[cli][reliability][trace]") {
   const auto d = out_dir("rel-ns");
-  REQUIRE(run_cli("run " + kShortT1 + " -q --out " + d.string() + " --trace " +
-                  (d / "t.txt").string())
-              .exit_code == 0);
+  REQUIRE(
+      run_cli("run " + kShortT1 + " -q --out " + d.string() + " --trace " + (d / "t.txt").string())
+          .exit_code == 0);
   const std::string trace = read_text(d / "t.txt");
   CHECK(std::regex_search(trace, std::regex(R"(\] +\d+\.\d{9}: kvm_exit: )")));
   const auto m = read_json(d / "summary.json").at("metrics");
@@ -285,10 +288,13 @@ TEST_CASE("traces carry nanosecond timestamps: trace-stats service times match t
 TEST_CASE("run prints the numbers the kvm-unit-tests programs print", "[cli][reliability]") {
   auto r = run_cli("run scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300");
   REQUIRE(r.exit_code == 0);
-  CHECK(std::regex_search(r.output, std::regex(R"(tscdeadline_latency: 300 samples  min -?\d+  avg -?\d+  max -?\d+ cycles)")));
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(R"(tscdeadline_latency: 300 samples  min -?\d+  avg -?\d+  max -?\d+ cycles)")));
   r = run_cli("run scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=2000000");
   REQUIRE(r.exit_code == 0);
-  CHECK(std::regex_search(r.output, std::regex(R"(\n  tscdeadline_immed \d+  \(\d+ iterations\))")));
+  CHECK(
+      std::regex_search(r.output, std::regex(R"(\n  tscdeadline_immed \d+  \(\d+ iterations\))")));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  tscdeadline \d+  \(\d+ iterations\))")));
 }
 
@@ -296,8 +302,10 @@ TEST_CASE("a Perfetto file stops at its size cap as valid JSON, with a warning",
           "[cli][reliability][views]") {
   // vmexit at the default 50 ms wrote about 100 MB.
   const auto d = out_dir("rel-perfetto-cap");
-  const auto r = run_cli("run scenarios/vmexit_tscdeadline.yaml -q --set vmexit.goal_cycles=67108864 "
-                         "--perfetto " + (d / "p.json").string());
+  const auto r = run_cli(
+      "run scenarios/vmexit_tscdeadline.yaml -q --set vmexit.goal_cycles=67108864 "
+      "--perfetto " +
+      (d / "p.json").string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(has(r, "warning: --perfetto: the file reached its size cap of 64 MiB at "));

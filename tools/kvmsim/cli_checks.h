@@ -11,8 +11,9 @@ namespace kvmsim::cli {
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;  // the run failed, a check failed, an output could not be written
-inline constexpr int kExitUsage = 2;   // bad arguments or bad input (scenario, trace, histogram)
+inline constexpr int kExitFailed =
+    1;  // the run failed, a check failed, an output could not be written
+inline constexpr int kExitUsage = 2;  // bad arguments or bad input (scenario, trace, histogram)
 
 // A finite number in [lo, hi] ("must be in [0, 1000] ms"); lo_open: (lo, hi].
 CLI::Validator number_in(double lo, double hi, const std::string& unit, bool lo_open = false);

@@ -11,9 +11,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -88,7 +88,8 @@ void check_pathological(const ParamSet& p, bool allow_partial) {
   const TscClock clk{static_cast<std::uint64_t>(p.i("platform.tsc_khz"))};
   const double irq_us = clk.to_us(p.dist("noise.irq.duration").mean_cycles(clk));
   const double soft_us = clk.to_us(p.dist("noise.softirq.duration").mean_cycles(clk));
-  const double load = (p.d("noise.irq.rate_hz") * irq_us + p.d("noise.softirq.rate_hz") * soft_us) / 1e6;
+  const double load =
+      (p.d("noise.irq.rate_hz") * irq_us + p.d("noise.softirq.rate_hz") * soft_us) / 1e6;
   if (load >= 0.5) {
     const std::string what = fmt::format(
         "host noise takes {:.0f}% of every pCPU (noise.irq.rate_hz {} x mean noise.irq.duration "
@@ -105,9 +106,8 @@ void check_pathological(const ParamSet& p, bool allow_partial) {
   }
   // Host events per simulated second over all pCPUs: noise, softirqs, ticks.
   const double pcpus = static_cast<double>(p.i("vm.count") * p.i("vm.vcpus"));
-  const double rate =
-      pcpus * (p.d("noise.irq.rate_hz") + p.d("noise.softirq.rate_hz") +
-               static_cast<double>(p.i("host.tick_hz")));
+  const double rate = pcpus * (p.d("noise.irq.rate_hz") + p.d("noise.softirq.rate_hz") +
+                               static_cast<double>(p.i("host.tick_hz")));
   double span_s = p.d("sim.max_simulated_s");
   if (p.s("workload.type") == "cyclictest")
     span_s = std::min(span_s, static_cast<double>(p.i("cyclictest.loops")) *
@@ -212,7 +212,8 @@ int run(RunArgs& a) {
   const std::string where =
       fmt::format("at {:.6f} s simulated ({})", result.simulated_s, progress_text(result, params));
   if (!output_errors().empty()) {
-    for (const auto& e : output_errors()) std::cerr << "kvmsim: error: " << out.user_path(e) << "\n";
+    for (const auto& e : output_errors())
+      std::cerr << "kvmsim: error: " << out.user_path(e) << "\n";
     std::cerr << "kvmsim: the run stopped " << where << "; no output written\n";
     return kExitFailed;
   }
@@ -233,9 +234,10 @@ int run(RunArgs& a) {
   }
   if (partial) {
     result.metrics["sim.partial"] = 1;
-    std::cerr << fmt::format("kvmsim: warning: partial result: the run stopped {}{}; outputs "
-                             "say sim.partial = 1\n",
-                             where, sig ? " by a signal" : " at sim.max_simulated_s");
+    std::cerr << fmt::format(
+        "kvmsim: warning: partial result: the run stopped {}{}; outputs "
+        "say sim.partial = 1\n",
+        where, sig ? " by a signal" : " at sim.max_simulated_s");
   }
   if (out.summary.active()) out.summary.write(summary_json(result, params, a.scenario));
   if (out.histogram.active()) {

@@ -50,8 +50,9 @@ int run_trace_stats(const TraceStatsOptions& o) {
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     if (head.find('\0') != std::string::npos)
-      return refuse(o.file, "binary data (a NUL byte): not trace-cmd report / ftrace text "
-                            "(for a trace.dat, run `trace-cmd report` on it first)");
+      return refuse(o.file,
+                    "binary data (a NUL byte): not trace-cmd report / ftrace text "
+                    "(for a trace.dat, run `trace-cmd report` on it first)");
     in.clear();
     in.seekg(0);
     s = trace::trace_stats(in, o.raw_clock_hz);
@@ -64,8 +65,8 @@ int run_trace_stats(const TraceStatsOptions& o) {
                                       s.malformed_first.front().second));
   if (o.json)
     // Exit-reason names come from the file: replace bytes that are not UTF-8.
-    std::cout << trace::trace_stats_json(s, o.file)
-                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+    std::cout << trace::trace_stats_json(s, o.file).dump(
+                     2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
               << "\n";
   else
     std::cout << trace::trace_stats_text(s, o.file);

@@ -113,8 +113,7 @@ void add_view_options(CLI::App& run, RunOptions& opts) {
             const std::string r = number_in(0, 1e9, "ns").operator()(s);
             if (!r.empty()) return r;
             const double v = std::stod(s);
-            return v == 0 || v >= 10 ? std::string()
-                                     : s + " is out of range: 0 or at least 10 ns";
+            return v == 0 || v >= 10 ? std::string() : s + " is out of range: 0 or at least 10 ns";
           },
           "0 or [10, 1e9] ns", "RANGE"));
 }

@@ -25,8 +25,8 @@ std::string reason(int err) { return std::strerror(err); }
 void touch(const std::string& flag, const std::string& path, const std::string& temp) {
   std::FILE* f = std::fopen(temp.c_str(), "wb");
   if (!f)
-    throw UsageError(fmt::format("{} {}: cannot write there ({}: {})", flag, path, temp,
-                                 reason(errno)));
+    throw UsageError(
+        fmt::format("{} {}: cannot write there ({}: {})", flag, path, temp, reason(errno)));
   std::fclose(f);
 }
 
@@ -110,7 +110,8 @@ void OutputFile::commit() {
     return;
   }
   std::FILE* in = std::fopen(temp_.c_str(), "rb");
-  if (!in) throw OutputError(fmt::format("{}: cannot read {} back: {}", path_, temp_, reason(errno)));
+  if (!in)
+    throw OutputError(fmt::format("{}: cannot read {} back: {}", path_, temp_, reason(errno)));
   std::FILE* out = std::fopen(path_.c_str(), "wb");
   if (!out) {
     const int err = errno;
