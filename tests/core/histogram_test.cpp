@@ -389,3 +389,18 @@ TEST_CASE("the reader refuses cut, inconsistent and binary files", "[histogram][
   CHECK_NOTHROW(kvmsim::parse_cyclictest(
       read_fixture("cyclictest-2.40_histogram_all-overflow_format-fixture.txt")));
 }
+
+TEST_CASE("a bucket index far above any cyclictest -h is refused, not allocated",
+          "[histogram][reliability]") {
+  // fuzz_histogram: "8060020 001399006" made the reader and compare allocate
+  // and walk 8 million buckets (12 s; 1e9 would need gigabytes).
+  try {
+    kvmsim::parse_cyclictest("# Histogram\n000000 000001\n8060020 000001\n# Total: 000000002\n");
+    FAIL("no exception");
+  } catch (const HistogramParseError& e) {
+    CHECK(std::string(e.what()).find("bucket index 8060020 is not below 1000000") !=
+          std::string::npos);
+  }
+  CHECK_NOTHROW(kvmsim::parse_cyclictest(
+      "# Histogram\n000000 000001\n999999 000001\n# Total: 000000002\n"));
+}
