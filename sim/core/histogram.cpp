@@ -159,6 +159,7 @@ struct ThreadOverflows {
 
 // 1 s of 1 us buckets: far above any real cyclictest -h.
 constexpr std::size_t kMaxBuckets = 1000000;
+constexpr std::size_t kMaxCells = 4000000;  // threads x buckets (32 MB of counts)
 
 class CyclictestParser {
  public:
@@ -328,6 +329,13 @@ class CyclictestParser {
 
     CyclictestReport report;
     report.buckets = rows_.empty() ? 0 : rows_.back().first + 1;
+    // Thread columns times buckets are materialised: bound the product too
+    // (fuzz_histogram: 12 columns x 551616 buckets took 15 s under ASan).
+    if (threads * report.buckets > kMaxCells)
+      fail_at(line_no_,
+              fmt::format("{} threads x {} buckets is above {} histogram cells", threads,
+                          report.buckets, kMaxCells),
+              "");
     report.threads.resize(threads);
     for (std::size_t t = 0; t < threads; ++t) {
       CyclictestThread& th = report.threads[t];
