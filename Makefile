@@ -1,7 +1,8 @@
 # kvmsim top-level convenience targets. The build itself is CMake (CMakeLists.txt).
 #   make build   install missing Debian packages, configure (Release) and build
 #   make demo    build, run the pinned cyclictest scenario, print its histogram
-#   make test    build, run ctest (and pytest over tests/python if it has test files)
+#   make test    build, run ctest, then pytest over tests/python (the Python package is
+#                build/python/kvmsim: PYTHONPATH=build/python)
 #   make bench   build, run kvmsim-bench
 #   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
 #   make format  clang-format -i over the C++ sources
@@ -40,8 +41,8 @@ demo: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j2
 	@if [ -d tests/python ] && [ -n "$$(find tests/python -name 'test_*.py' -o -name '*_test.py' | head -n 1)" ]; then \
-	  echo "PYTHONPATH=$(CURDIR)/$(BUILD_DIR) $(PYTHON) -m pytest -q tests/python"; \
-	  PYTHONPATH="$(CURDIR)/$(BUILD_DIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON) -m pytest -q tests/python; \
+	  echo "PYTHONPATH=$(CURDIR)/$(BUILD_DIR)/python $(PYTHON) -m pytest -q tests/python"; \
+	  PYTHONPATH="$(CURDIR)/$(BUILD_DIR)/python$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON) -m pytest -q tests/python; \
 	  rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected in tests/python"; rc=0; fi; \
 	  exit $$rc; \

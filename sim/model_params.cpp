@@ -1,5 +1,7 @@
 #include "sim/model_params.h"
 
+#include "sim/guest/workload.h"
+
 namespace kvmsim {
 
 const ParamRegistry& model_params() {
@@ -10,6 +12,9 @@ const ParamRegistry& model_params() {
     declare_vmx_params(r);
     declare_lapic_params(r);
     declare_guest_params(r);
+    // Workloads declare their own keys (sim/guest/workload.h).
+    for (const auto& [name, info] : WorkloadRegistry::instance().all())
+      if (info.declare) info.declare(r);
     return r;
   }();
   return reg;

@@ -1,17 +1,26 @@
-// Assembles a host, its VMs and their workloads from a ParamSet, runs the
-// simulation and collects the results. SystemC elaborates once per process:
-// run_simulation() may be called once per process (the CLI and the Python
-// bindings run each simulation in its own process).
+// A simulated system assembled from parts (gem5's configuration tree): the
+// host (topology, pCPUs, host tick), the VMs (vCPUs with their LAPICs), the
+// workload (from the registry, sim/guest/workload.h) and the observers
+// (statistics, traces, teaching views). Every part reports its own metrics.
+//
+// SystemC elaborates once per process: one System (one run_simulation()) per
+// process; the CLI and the Python bindings run each simulation in a child.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/core/breakdown.h"
+#include "sim/core/context.h"
+#include "sim/core/exit_stats.h"
 #include "sim/core/histogram.h"
+#include "sim/core/metrics.h"
 #include "sim/core/params.h"
+#include "sim/core/run_guard.h"
 
 namespace kvmsim {
 
@@ -27,15 +36,12 @@ struct StageRow {
 };
 
 struct RunResult {
-  std::map<std::string, double> metrics;  // "dotted.key" -> value (sorted)
+  Metrics metrics;  // "dotted.key" -> value (sorted)
   std::optional<LatencyHistogram> histogram;
   std::vector<ExitRow> exits;       // by count, descending
   std::vector<StageRow> breakdown;  // where the latency went
   double simulated_s = 0;
-  // The workload ran to its end (cyclictest's loops, the test's samples; a
-  // busy guest runs until sim.max_simulated_s by design). False when the run
-  // was cut by sim.max_simulated_s or stopped by an observer (a signal, explain).
-  bool completed = false;
+  bool completed = false;  // the workload finished (false: sim.max_simulated_s ended the run)
 };
 
 class ModelObserver;
@@ -53,5 +59,56 @@ struct RunOptions {
 };
 
 RunResult run_simulation(const ParamSet& params, const RunOptions& opts = {});
+
+class Host;
+class Vm;
+class Vcpu;
+class Workload;
+
+class System {
+ public:
+  System(const ParamSet& p, const RunOptions& opts);
+  ~System();
+  System(const System&) = delete;
+  System& operator=(const System&) = delete;
+
+  RunResult run();
+
+  // What a workload builds itself on.
+  [[nodiscard]] const ParamSet& params() const { return p_; }
+  SimContext& ctx() { return ctx_; }
+  Host& host() { return *host_; }
+  [[nodiscard]] const std::vector<std::unique_ptr<Vm>>& vms() const { return vms_; }
+  [[nodiscard]] const std::vector<Vcpu*>& vcpus() const { return vcpus_; }  // VM-major
+  [[nodiscard]] int vcpus_per_vm() const { return vcpus_per_vm_; }
+  void add_observer(ModelObserver* o) { ctx_.obs.add(o); }
+  void add_metric_source(const MetricSource* s) { metric_sources_.push_back(s); }
+  // The workload is done: the run ends at this simulated time.
+  void stop();
+
+ private:
+  void attach_views(const RunOptions& opts);
+
+  const ParamSet& p_;
+  SimContext ctx_;
+  ExitStats exit_stats_;
+  LatencyBreakdown breakdown_;
+  RunGuard guard_;
+  std::unique_ptr<Host> host_;
+  std::vector<std::unique_ptr<Vm>> vms_;
+  std::vector<Vcpu*> vcpus_;
+  int vcpus_per_vm_ = 0;
+  std::unique_ptr<Workload> workload_;
+  std::vector<std::unique_ptr<class HostTask>> host_tasks_;
+  std::vector<const MetricSource*> metric_sources_;
+  std::vector<std::unique_ptr<ModelObserver>> owned_observers_;
+  std::unique_ptr<MetricSource> vcpu_metrics_;
+  std::unique_ptr<class SchedInvariants> invariants_;
+  class Progress;
+  Progress* progress_ = nullptr;
+  struct Views;
+  std::unique_ptr<Views> views_;
+  bool stopped_ = false;
+};
 
 }  // namespace kvmsim

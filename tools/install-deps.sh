@@ -8,7 +8,11 @@ PACKAGES=(
   build-essential cmake pkg-config
   libsystemc-dev libboost-graph-dev libfmt-dev catch2 libyaml-cpp-dev libcli11-dev
   nlohmann-json3-dev
-  pybind11-dev python3-pybind11 python3-numpy python3-pandas python3-pytest
+  pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pandas python3-pytest
+  # Python package (bindings/): plots, Dask sweeps, progress bars, scenario sweep: sections,
+  # notebooks executed by the tests (nbclient + the ipykernel "python3" kernel)
+  python3-matplotlib python3-distributed python3-tqdm python3-yaml
+  python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert
 )
 
 is_installed() {

@@ -23,7 +23,9 @@ struct SimContext {
 };
 
 // Current simulated time in host TSC cycles (1 SystemC time unit = 1 cycle).
-inline Tsc now_tsc() { return sc_core::sc_time_stamp().value(); }
+// (sc_time_stamp() itself is an out-of-line library call; the simcontext's
+// time_stamp() is inline, and this runs several times per event.)
+inline Tsc now_tsc() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
 inline sc_core::sc_time cycles(Tsc c) { return sc_core::sc_time::from_value(c); }
 
 }  // namespace kvmsim

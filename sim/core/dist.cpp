@@ -55,13 +55,6 @@ std::vector<double> cdf_from_weights(const std::vector<double>& w) {
   return cdf;
 }
 
-// Index drawn by a uniform u in [0, 1) from a cumulative distribution.
-std::size_t pick(const std::vector<double>& cdf, double u) {
-  const auto i =
-      static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-  return std::min(i, cdf.size() - 1);
-}
-
 // Mean of values under the probabilities that a cumulative distribution gives.
 double weighted_mean(const std::vector<double>& cdf, const std::vector<double>& values) {
   double m = 0, prev = 0;
@@ -328,6 +321,7 @@ Sampler CostDist::bind(const TscClock& clk) const {
   switch (kind) {
     case DistKind::Constant:
       s.mean_ = s.a_;
+      s.constant_ = s.finish(s.a_);
       break;
     case DistKind::Normal:
       s.mean_ = s.a_;
@@ -347,8 +341,8 @@ Sampler CostDist::bind(const TscClock& clk) const {
         w.push_back(weight);
         s.values_.push_back(q.in_cycles(clk));
       }
-      s.cdf_ = cdf_from_weights(w);
-      s.mean_ = weighted_mean(s.cdf_, s.values_);
+      s.mean_ = weighted_mean(cdf_from_weights(w), s.values_);
+      s.build_alias(w);
       break;
     }
     case DistKind::Mix: {
@@ -358,8 +352,8 @@ Sampler CostDist::bind(const TscClock& clk) const {
         s.parts_.push_back(part.bind(clk));
         means.push_back(s.parts_.back().mean());
       }
-      s.cdf_ = cdf_from_weights(w);
-      s.mean_ = weighted_mean(s.cdf_, means);
+      s.mean_ = weighted_mean(cdf_from_weights(w), means);
+      s.build_alias(w);
       break;
     }
   }
@@ -367,34 +361,65 @@ Sampler CostDist::bind(const TscClock& clk) const {
   return s;
 }
 
-Tsc Sampler::operator()(Rng& rng) const {
-  double v = 0;
+// Vose's construction: slot i keeps index i with probability alias_prob_[i]
+// and otherwise gives alias_of_[i]; every slot is chosen with probability
+// 1/n, so index j comes out with probability w_j / sum(w).
+void Sampler::build_alias(const std::vector<double>& weights) {
+  const std::size_t n = weights.size();
+  double total = 0;
+  for (double x : weights) total += x;
+  std::vector<double> scaled(n);
+  std::vector<std::uint32_t> small, large;
+  for (std::size_t i = 0; i < n; ++i) {
+    scaled[i] = weights[i] * static_cast<double>(n) / total;
+    (scaled[i] < 1.0 ? small : large).push_back(static_cast<std::uint32_t>(i));
+  }
+  alias_prob_.assign(n, 1.0);
+  alias_of_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) alias_of_[i] = static_cast<std::uint32_t>(i);
+  while (!small.empty() && !large.empty()) {
+    const std::uint32_t s = small.back(), l = large.back();
+    small.pop_back();
+    alias_prob_[s] = scaled[s];
+    alias_of_[s] = l;
+    scaled[l] -= 1.0 - scaled[s];
+    if (scaled[l] < 1.0) {
+      large.pop_back();
+      small.push_back(l);
+    }
+  }
+  // Whatever is left is 1 up to rounding: keeps itself (alias_prob_ = 1).
+  // A zero weight keeps probability 0 in its own slot and is never drawn.
+}
+
+std::size_t Sampler::pick(Rng& rng) const {
+  const std::size_t n = alias_prob_.size();
+  if (n == 1) return 0;
+  // One 53-bit uniform: the integer part picks the slot, the fraction decides
+  // between the slot and its alias.
+  const double u = rng.uniform() * static_cast<double>(n);
+  const auto slot = std::min(static_cast<std::size_t>(u), n - 1);
+  return u - static_cast<double>(slot) < alias_prob_[slot] ? slot : alias_of_[slot];
+}
+
+Tsc Sampler::draw_other(Rng& rng) const {
   switch (kind_) {
     case DistKind::Constant:
-      v = a_;
-      break;
+      return constant_;
     case DistKind::Normal:
-      v = a_ + b_ * rng.normal();
-      break;
+      return finish(a_ + b_ * rng.normal());
     case DistKind::LogNormal:
-      v = a_ * std::exp(sigma_ * rng.normal());
-      break;
+      return finish(a_ * std::exp(sigma_ * rng.normal()));
     case DistKind::Uniform:
-      v = a_ + (b_ - a_) * rng.uniform();
-      break;
+      return finish(a_ + (b_ - a_) * rng.uniform());
     case DistKind::Exponential:
-      v = rng.exponential(a_);
-      break;
+      return finish(rng.exponential(a_));
     case DistKind::Mix:
-      v = static_cast<double>(parts_[pick(cdf_, rng.uniform())](rng));
-      break;
+      return finish(static_cast<double>(parts_[pick(rng)](rng)));
     case DistKind::Empirical:
-      v = values_[pick(cdf_, rng.uniform())];
-      break;
+      return finish(values_[pick(rng)]);
   }
-  v += shift_;
-  v = std::clamp(v, lo_, hi_);
-  return v <= 0 ? 0 : static_cast<Tsc>(v + 0.5);
+  return 0;
 }
 
 }  // namespace kvmsim

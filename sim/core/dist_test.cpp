@@ -95,9 +95,9 @@ TEST_CASE("dist: Quantity::parse reads ns/us/ms/s/cyc, bare numbers are ns", "[d
     bool cycles;
   };
   const Case cases[] = {
-      {"310ns", 310, false},   {"310", 310, false},      {"1.5us", 1500, false},
-      {"2ms", 2e6, false},     {"1s", 1e9, false},       {"700cyc", 700, true},
-      {"700cycles", 700, true}, {" 42 ns ", 42, false},  {"1e3ns", 1000, false},
+      {"310ns", 310, false},    {"310", 310, false},    {"1.5us", 1500, false},
+      {"2ms", 2e6, false},      {"1s", 1e9, false},     {"700cyc", 700, true},
+      {"700cycles", 700, true}, {" 42 ns ", 42, false}, {"1e3ns", 1000, false},
       {"2.5e-1us", 250, false}, {"0", 0, false},
   };
   for (const auto& c : cases) {
@@ -241,9 +241,10 @@ TEST_CASE("dist: empirical draws only the listed values, with the listed weights
   CHECK(z.size() == 2);
 }
 
-TEST_CASE("dist: mix draws from its components with the right weights; mean() is the weighted"
-          " mean",
-          "[dist]") {
+TEST_CASE(
+    "dist: mix draws from its components with the right weights; mean() is the weighted"
+    " mean",
+    "[dist]") {
   const CostDist d = must_parse("mix(3: 100cyc, 1: 500cyc)");
   CHECK(d.kind == DistKind::Mix);
   REQUIRE(d.parts.size() == 2);
@@ -268,8 +269,7 @@ TEST_CASE("dist: mix draws from its components with the right weights; mean() is
   const auto wv = draws(w, 200'000);
   CHECK(mean_of(wv) == Approx(w.mean()).epsilon(0.01));
   const auto fast = std::count_if(wv.begin(), wv.end(), [](Tsc x) { return x < 1840; });  // < 0.8us
-  CHECK(static_cast<double>(fast) / static_cast<double>(wv.size()) ==
-        Approx(0.005).margin(0.0015));
+  CHECK(static_cast<double>(fast) / static_cast<double>(wv.size()) == Approx(0.005).margin(0.0015));
 }
 
 // ---------------------------------------------------------------------------
@@ -397,6 +397,179 @@ TEST_CASE("dist: Rng is splitmix64-seeded xoshiro256** over seed ^ FNV-1a(compon
     REQUIRE(y > 0.0);
     REQUIRE(y <= 1.0);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The fast samplers draw the analytic distributions (ziggurat normal, alias
+// tables). Fixed seeds, so each check is deterministic; the bounds are about
+// 4 standard errors of the statistic, and the last block shows they are tight
+// enough to reject a distribution only 1% off.
+
+namespace {
+
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+struct MomentFit {
+  double mean = 0, var = 0, skew = 0, exkurt = 0, ks = 0;
+};
+
+// Moments of the sample and its KS distance from the cdf. `lattice`: the
+// values are whole numbers and cdf(k) is P(X <= k), compared at each value's
+// last occurrence only.
+template <typename Cdf>
+MomentFit fit(std::vector<double> v, Cdf cdf, bool lattice = false) {
+  const double n = static_cast<double>(v.size());
+  MomentFit r;
+  for (double x : v) r.mean += x / n;
+  double m2 = 0, m3 = 0, m4 = 0;
+  for (double x : v) {
+    const double d = x - r.mean;
+    m2 += d * d / n;
+    m3 += d * d * d / n;
+    m4 += d * d * d * d / n;
+  }
+  r.var = m2;
+  r.skew = m3 / std::pow(m2, 1.5);
+  r.exkurt = m4 / (m2 * m2) - 3.0;
+  std::sort(v.begin(), v.end());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double c = cdf(v[i]);
+    const double above = static_cast<double>(i + 1) / n - c;
+    if (lattice) {
+      if (i + 1 == v.size() || v[i + 1] != v[i]) r.ks = std::max(r.ks, std::fabs(above));
+    } else {
+      r.ks = std::max({r.ks, c - static_cast<double>(i) / n, above});
+    }
+  }
+  return r;
+}
+
+double quantile(std::vector<double> v, double p) {
+  const auto k = static_cast<std::ptrdiff_t>(p * static_cast<double>(v.size()));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[static_cast<std::size_t>(k)];
+}
+
+std::vector<double> std_normals(std::size_t n, std::uint64_t seed) {
+  Rng rng(seed, "ziggurat");
+  std::vector<double> v(n);
+  for (auto& x : v) x = rng.normal();
+  return v;
+}
+
+// True when a sample of n standard normals passes every check below.
+bool looks_standard_normal(const std::vector<double>& v) {
+  const double n = static_cast<double>(v.size());
+  const MomentFit f = fit(v, normal_cdf);
+  bool ok = std::fabs(f.mean) < 4 / std::sqrt(n) && std::fabs(f.var - 1) < 4 * std::sqrt(2 / n) &&
+            std::fabs(f.skew) < 4 * std::sqrt(6 / n) &&
+            std::fabs(f.exkurt) < 4 * std::sqrt(24 / n) && f.ks < 1.95 / std::sqrt(n);  // KS 0.1%
+  // Quantiles, z_p from tables (0.1%, 1%, 10%, 25%, 50% and symmetric).
+  const std::pair<double, double> z[] = {{0.001, -3.090232}, {0.01, -2.326348}, {0.1, -1.281552},
+                                         {0.25, -0.674490},  {0.5, 0.0},        {0.75, 0.674490},
+                                         {0.9, 1.281552},    {0.99, 2.326348},  {0.999, 3.090232}};
+  for (const auto& [p, zp] : z) {
+    // Standard error of the p-quantile: sqrt(p(1-p)/n) / phi(z_p).
+    const double phi = std::exp(-0.5 * zp * zp) / std::sqrt(2 * M_PI);
+    ok = ok && std::fabs(quantile(v, p) - zp) < 4 * std::sqrt(p * (1 - p) / n) / phi;
+  }
+  // The ziggurat's tail path (|x| > 3.6541528853610088): 2 * (1 - Phi(R)) of the draws.
+  const double r = 3.6541528853610088;
+  const double tail = static_cast<double>(
+      std::count_if(v.begin(), v.end(), [&](double x) { return std::fabs(x) > r; }));
+  const double expect = n * 2 * (1 - normal_cdf(r));
+  ok = ok && std::fabs(tail - expect) < 4 * std::sqrt(expect);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("dist: Rng::normal matches N(0,1): moments, quantiles, KS, tail mass", "[dist]") {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    INFO("seed " << seed);
+    CHECK(looks_standard_normal(std_normals(1'000'000, seed)));
+  }
+  // The checks have the power to see a 1% error in sd, a 0.01 sd shift in
+  // mean, or a cut-off tail.
+  auto v = std_normals(1'000'000, 1);
+  auto wide = v, shifted = v, cut = v;
+  for (auto& x : wide) x *= 1.01;
+  for (auto& x : shifted) x += 0.01;
+  for (auto& x : cut) x = std::clamp(x, -3.5, 3.5);
+  CHECK_FALSE(looks_standard_normal(wide));
+  CHECK_FALSE(looks_standard_normal(shifted));
+  CHECK_FALSE(looks_standard_normal(cut));
+}
+
+TEST_CASE("dist: lognormal and exponential quantiles match the analytic ones", "[dist]") {
+  // lognormal(median 10000 cyc, sigma 0.6): q_p = median * exp(sigma * z_p).
+  const Sampler l = bind("lognormal(10000cyc, 0.6)");
+  const auto lv = draws(l, 400'000, 9);
+  std::vector<double> ld(lv.begin(), lv.end());
+  for (const auto& [p, zp] : {std::pair{0.01, -2.326348}, {0.5, 0.0}, {0.99, 2.326348}}) {
+    INFO("p " << p);
+    CHECK(quantile(ld, p) == Approx(10000 * std::exp(0.6 * zp)).epsilon(0.01));
+  }
+  const MomentFit lf = fit(
+      ld, [](double x) { return normal_cdf(std::log((x + 0.5) / 10000) / 0.6); }, true);
+  CHECK(lf.ks < 1.95 / std::sqrt(400'000.0));
+  CHECK(lf.mean == Approx(l.mean()).epsilon(0.005));
+
+  const Sampler e = bind("exponential(20000cyc)");
+  const auto ev = draws(e, 400'000, 9);
+  std::vector<double> ed(ev.begin(), ev.end());
+  const MomentFit ef = fit(
+      ed, [](double x) { return 1 - std::exp(-(x + 0.5) / 20000); }, true);
+  CHECK(ef.ks < 1.95 / std::sqrt(400'000.0));
+  CHECK(quantile(ed, 0.999) == Approx(20000 * std::log(1000.0)).epsilon(0.03));
+}
+
+TEST_CASE("dist: normal() in cycles has the given mean and sd, and its clamp", "[dist]") {
+  // The platform files' shape: normal(560ns, 35ns, min=350ns) at 2.3 GHz.
+  const Sampler s = bind("normal(560ns, 35ns, min=350ns)");
+  const auto v = draws(s, 1'000'000, 4);
+  std::vector<double> d(v.begin(), v.end());
+  const MomentFit f = fit(
+      d, [](double x) { return normal_cdf((x + 0.5 - 1288) / 80.5); }, /*lattice=*/true);
+  CHECK(f.mean == Approx(1288.0).margin(4 * 80.5 / 1000));
+  CHECK(std::sqrt(f.var) == Approx(std::sqrt(80.5 * 80.5 + 1.0 / 12)).epsilon(0.003));
+  CHECK(std::fabs(f.skew) < 0.01);
+  CHECK(std::fabs(f.exkurt) < 0.02);
+  CHECK(f.ks < 1.95 / std::sqrt(1e6));
+}
+
+TEST_CASE("dist: alias tables give every value and component its weight", "[dist]") {
+  // Uneven weights, a tiny one and a zero one: frequencies within 4 standard errors.
+  const Sampler s = bind(
+      "empirical(100cyc:50, 200cyc:0.1, 300cyc:0, 400cyc:7, 500cyc:1, 600cyc:13, 700cyc:28.9)");
+  const double total = 100.0;
+  const std::pair<Tsc, double> want[] = {{100, 50}, {200, 0.1}, {400, 7},
+                                         {500, 1},  {600, 13},  {700, 28.9}};
+  const std::size_t n = 1'000'000;
+  const auto f = frequencies(draws(s, n, 11));
+  CHECK(f.count(300) == 0);
+  CHECK(f.size() == 6);
+  for (const auto& [value, w] : want) {
+    INFO(value);
+    const double p = w / total;
+    REQUIRE(f.count(value) == 1);
+    CHECK(std::fabs(f.at(value) - p) < 4 * std::sqrt(p * (1 - p) / static_cast<double>(n)));
+  }
+  // A mix picks components the same way.
+  const Sampler m = bind("mix(0.984: 10cyc, 0.010: 20cyc, 0.006: 30cyc)");
+  const auto g = frequencies(draws(m, n, 12));
+  for (const auto& [value, p] : {std::pair<Tsc, double>{10, 0.984}, {20, 0.010}, {30, 0.006}}) {
+    INFO(value);
+    CHECK(std::fabs(g.at(value) - p) < 4 * std::sqrt(p * (1 - p) / static_cast<double>(n)));
+  }
+}
+
+TEST_CASE("dist: a constant stage draws no random number", "[dist][random]") {
+  const Sampler c = bind("const(300ns, shift=10ns, max=305ns)");
+  CHECK(c.is_constant());
+  Rng a(5, "c"), b(5, "c");
+  for (int i = 0; i < 100; ++i) REQUIRE(c(a) == 702);  // 305 ns at 2.3 GHz, clamped
+  CHECK(a.next_u64() == b.next_u64());
 }
 
 TEST_CASE("a cost above one simulated second, or one that could overflow, does not parse",

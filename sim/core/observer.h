@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/core/stage.h"
@@ -35,8 +36,25 @@ class ModelObserver {
   virtual void on_wait_lapic_expire(int /*vcpu*/, std::int64_t /*delta*/, Tsc /*t*/) {}
   // __apic_accept_irq(): a vector accepted into the (v)IRR.
   virtual void on_apic_accept_irq(int /*vcpu*/, std::uint8_t /*vector*/, Tsc /*t*/) {}
+  // The same for an IPI: accepted into `target`'s LAPIC by `sender`'s thread.
+  virtual void on_apic_accept_ipi(int /*sender*/, int target, std::uint8_t vector, Tsc t) {
+    on_apic_accept_irq(target, vector, t);
+  }
+  // kvm_apic_ipi: kvm_apic_send_ipi() from `vcpu` (ICR low word, destination).
+  virtual void on_apic_ipi(int /*vcpu*/, std::uint32_t /*icr_low*/, std::uint32_t /*dest_id*/,
+                           Tsc /*t*/) {}
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {}
+  // The host scheduler (sched_switch, sched_wakeup, sched_migrate_task);
+  // pid 0 is the idle task (swapper/N), prio is 120 + nice.
+  virtual void on_sched_switch(int /*pcpu*/, const std::string& /*prev_comm*/, int /*prev_pid*/,
+                               int /*prev_prio*/, bool /*prev_runnable*/,
+                               const std::string& /*next_comm*/, int /*next_pid*/,
+                               int /*next_prio*/, Tsc /*t*/) {}
+  virtual void on_sched_wakeup(int /*waker_pcpu*/, const std::string& /*comm*/, int /*pid*/,
+                               int /*prio*/, int /*target_pcpu*/, Tsc /*t*/) {}
+  virtual void on_sched_migrate(const std::string& /*comm*/, int /*pid*/, int /*prio*/,
+                                int /*orig_pcpu*/, int /*dest_pcpu*/, Tsc /*t*/) {}
 };
 
 class Observers {
@@ -74,8 +92,24 @@ class Observers {
   void apic_accept_irq(int vcpu, std::uint8_t vec, Tsc t) const {
     for (auto* o : list_) o->on_apic_accept_irq(vcpu, vec, t);
   }
+  void apic_accept_ipi(int sender, int target, std::uint8_t vec, Tsc t) const {
+    for (auto* o : list_) o->on_apic_accept_ipi(sender, target, vec, t);
+  }
+  void apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest, Tsc t) const {
+    for (auto* o : list_) o->on_apic_ipi(vcpu, icr_low, dest, t);
+  }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);
+  }
+  void sched_switch(int pcpu, const std::string& pc, int pp, int ppr, bool prun,
+                    const std::string& nc, int np, int npr, Tsc t) const {
+    for (auto* o : list_) o->on_sched_switch(pcpu, pc, pp, ppr, prun, nc, np, npr, t);
+  }
+  void sched_wakeup(int waker, const std::string& c, int pid, int prio, int target, Tsc t) const {
+    for (auto* o : list_) o->on_sched_wakeup(waker, c, pid, prio, target, t);
+  }
+  void sched_migrate(const std::string& c, int pid, int prio, int from, int to, Tsc t) const {
+    for (auto* o : list_) o->on_sched_migrate(c, pid, prio, from, to, t);
   }
 
  private:

@@ -15,9 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Top-level keys that are not parameters.
+// Top-level keys that are not parameters. `sweep:` (a grid of parameter
+// values and seeds) is read by `kvmsim sweep` / the Python package (bindings/).
 bool is_meta_key(const std::string& name) {
-  return name == "include" || name == "description" || name == "name";
+  return name == "include" || name == "description" || name == "name" || name == "sweep";
 }
 
 std::string location(const std::string& path, const YAML::Mark& m) {
@@ -185,7 +186,7 @@ class FileLoader {
   }
 
   void check_meta(const YAML::Node& key, const YAML::Node& value) const {
-    if (key.Scalar() != "include" && !value.IsScalar())
+    if (key.Scalar() != "include" && key.Scalar() != "sweep" && !value.IsScalar())
       fail_key(value.IsNull() ? key.Mark() : value.Mark(), key.Scalar(),
                "expected a string, got " + describe(value));
   }

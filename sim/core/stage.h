@@ -22,6 +22,8 @@ enum class Stage : std::uint8_t {
   HostIrq,  // host hard IRQ (entry, handlers, irq_exit, softirqs)
   // host, other
   HostIdle,  // pCPU idle loop (a blocked vCPU thread sleeps here)
+  HostContextSwitch,  // host __schedule() + context_switch() between two threads
+  HostTask,           // a host task's own work (a CPU hog, a kworker)
   // guest
   Guest,      // guest code not otherwise classified
   GuestIdle,  // guest idle loop (idle=poll)
@@ -58,6 +60,10 @@ inline std::string_view stage_name(Stage s) {
       return "host_irq";
     case Stage::HostIdle:
       return "host_idle";
+    case Stage::HostContextSwitch:
+      return "host_context_switch";
+    case Stage::HostTask:
+      return "host_task";
     case Stage::Guest:
       return "guest";
     case Stage::GuestIdle:

@@ -181,10 +181,11 @@ void GuestKernel::wake_up(GuestTask* t) {
   need_resched_ = true;  // an RT task preempts the idle loop / SCHED_OTHER
 }
 
-void GuestKernel::deliver_interrupt(std::uint8_t /*vector*/, Tsc /*now*/) {
+void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
   // The interrupted step (if any) was saved by suspend(); it resumes after
   // the handler unless a reschedule switches away from it.
   in_irq_ = true;
+  irq_vector_ = vector;
   irq_state_ = Irq::Entry;
 }
 
@@ -202,6 +203,10 @@ GuestStep GuestKernel::irq_step(Tsc now) {
       return GuestStep::run(Stage::GuestIrqEntry, costs_.irq_entry(rng_));
     case Irq::Handler: {
       irq_state_ = Irq::Exit;
+      // Only the LAPIC timer has a handler body here; another vector (an
+      // IPI: smp_call_function / reschedule in the guest are not built yet)
+      // goes from entry straight to irq_exit().
+      if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_step(now);
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
       programmed_ = 0;  // the deadline fired: the clockevent is unarmed
@@ -230,10 +235,11 @@ GuestStep GuestKernel::irq_step(Tsc now) {
   // inside a step).
   in_irq_ = false;
   if (need_resched_ && has_resume_ && resume_.kind == GuestStep::Kind::Idle) has_resume_ = false;
-  if (vcpu_.lapic().timer_irr()) {  // another vector became pending meanwhile
-    vcpu_.lapic().ack_timer_irr();
-    deliver_interrupt(LOCAL_TIMER_VECTOR, now);
-  }
+  // ack_APIC_irq(): the model does not trap this guest's EOI write (as if
+  // APICv virtualized it); then a vector that became pending meanwhile.
+  vcpu_.lapic().virtual_eoi();
+  if (const int v = vcpu_.lapic().ack_interrupt(); v >= 0)
+    deliver_interrupt(static_cast<std::uint8_t>(v), now);
   return step(now);
 }
 

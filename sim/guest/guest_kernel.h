@@ -144,6 +144,7 @@ class GuestKernel : public GuestVcpu {
 
   bool in_irq_ = false;
   Irq irq_state_ = Irq::None;
+  std::uint8_t irq_vector_ = 0;  // the vector being handled
   std::deque<GuestStep> irq_q_;
 
   std::vector<GuestHrtimer*> timers_;

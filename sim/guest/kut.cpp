@@ -35,8 +35,9 @@ void KutGuest::suspend(Tsc remaining) {
   (in_isr_ ? has_isr_resume_ : has_main_resume_) = true;
 }
 
-void KutGuest::deliver_interrupt(std::uint8_t /*vector*/, Tsc /*now*/) {
+void KutGuest::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
   in_isr_ = true;
+  vector_ = vector;
   isr_n_ = 0;
 }
 
@@ -48,13 +49,13 @@ void KutGuest::arm_deadline(std::uint64_t guest_deadline) {
 }
 
 // IRET: back to the main program; a vector that became pending meanwhile is
-// taken right away (RFLAGS.IF is set again).
+// taken right away (RFLAGS.IF is set again). With APICv the handler's EOI
+// was virtualized (vISR cleared, no exit); without it the EOI write exited.
 GuestStep KutGuest::iret(Tsc now) {
   in_isr_ = false;
-  if (vcpu_.lapic().timer_irr()) {
-    vcpu_.lapic().ack_timer_irr();
-    deliver_interrupt(LOCAL_TIMER_VECTOR, now);
-  }
+  if (!eoi_exits()) vcpu_.lapic().virtual_eoi();
+  if (const int v = vcpu_.lapic().ack_interrupt(); v >= 0)
+    deliver_interrupt(static_cast<std::uint8_t>(v), now);
   return GuestStep::run(Stage::GuestIrqExit, costs_.iret(rng_));
 }
 

@@ -44,6 +44,8 @@ class KutGuest : public GuestVcpu {
   static GuestStep spin() { return GuestStep::idle(Stage::Guest); }
   void spin_done() { spinning_done_ = true; }
   GuestStep iret(Tsc now);  // the handler's last step
+  // The vector being handled (the IDT entry taken).
+  [[nodiscard]] std::uint8_t vector() const { return vector_; }
   void arm_deadline(std::uint64_t guest_deadline);
   // apic_write(APIC_EOI): x2APIC MSR write, trapped unless APICv virtualizes it.
   [[nodiscard]] bool eoi_exits() const { return !vcpu_.lapic().config().apicv; }
@@ -61,6 +63,7 @@ class KutGuest : public GuestVcpu {
  private:
   std::function<void()> on_done_;
   bool in_isr_ = false;
+  std::uint8_t vector_ = 0;
   int isr_n_ = 0;
   bool spinning_done_ = false;
   GuestStep last_;

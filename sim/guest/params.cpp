@@ -1,4 +1,5 @@
 // Guest kernel and workloads.
+#include "sim/guest/workload.h"
 #include "sim/model_params.h"
 
 namespace kvmsim {
@@ -12,11 +13,14 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
              "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
              "0 = none (nohz_full vCPU running one task, as RT guests do)."});
-  r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {},
-             {"cyclictest", "tscdeadline_latency", "vmexit", "busy"},
-             "Guest workload: cyclictest in a Linux guest, a CPU-bound task (busy: sysbench "
-             "--test=cpu, runs for sim.max_simulated_s), or the kvm-unit-tests programs "
-             "x86/tscdeadline_latency and x86/vmexit (timer tests)."});
+  {
+    // The registered workloads (sim/guest/*_workload.cpp) are the choices.
+    const auto& reg = WorkloadRegistry::instance();
+    std::string doc = "Guest workload:";
+    for (const auto& [name, info] : reg.all()) doc += " " + name + " (" + info.doc + ");";
+    doc.back() = '.';
+    r.declare({"workload.type", ParamType::String, "cyclictest", "", {}, {}, reg.names(), doc});
+  }
   r.declare({"tscdeadline_latency.delta", ParamType::Int, "200000", "cycles", 1000, 1e12, {},
              "tscdeadline_latency argv[1]: guest TSC cycles from one interrupt to the next deadline."});
   r.declare({"tscdeadline_latency.size", ParamType::Int, "10000", "count", 1, 1e9, {},
@@ -27,7 +31,9 @@ void declare_guest_params(ParamRegistry& r) {
              "The main loop executes HLT between interrupts (the test today) instead of "
              "busy-waiting (the variant of the 2016-2019 measurements)."});
   r.declare({"vmexit.tests", ParamType::String, "tscdeadline_immed,tscdeadline", "", {}, {}, {},
-             "x86/vmexit tests to run in order, comma-separated (tscdeadline, tscdeadline_immed)."});
+             "x86/vmexit tests to run in order, comma-separated: timer tests (tscdeadline, "
+             "tscdeadline_immed; 1 vCPU) or IPI tests (ipi, ipi_halt; 2+ vCPUs, the sender is "
+             "vCPU 0, the target vCPU 1)."});
   r.declare({"vmexit.goal_cycles", ParamType::Int, "1073741824", "cycles", 1000, 1e13, {},
              "vmexit.c GOAL: iterations double (from 64) until one batch takes this many cycles."});
   r.declare({"cost.kut.irq_delivery", ParamType::Dist, "300cyc", "time", {}, {}, {},
@@ -38,6 +44,12 @@ void declare_guest_params(ParamRegistry& r) {
              "kvm-unit-tests: EOI (virtualized with APICv), stub epilogue and IRET."});
   r.declare({"cost.kut.loop", ParamType::Dist, "50cyc", "time", {}, {}, {},
              "kvm-unit-tests: loop body around the measured instructions (rdtsc, nop, branch)."});
+  r.declare({"cost.kut.cacheline_transfer", ParamType::Dist, "150cyc", "time", {}, {}, {},
+             "kvm-unit-tests: a spinning CPU sees another CPU's store (ipi_done) once the line "
+             "moves over."});
+  r.declare({"cost.kut.on_cpu", ParamType::Dist, "80cyc", "time", {}, {}, {},
+             "kvm-unit-tests on_cpu(): spin_lock, atomic_inc(active_cpus), the ipi_* stores, "
+             "up to the ICR WRMSR; the unlock and return after the spin."});
   r.declare({"cyclictest.loops", ParamType::Int, "600000", "count", 1, 1e10, {},
              "cyclictest -l: measurement loops."});
   r.declare({"cyclictest.interval_us", ParamType::Int, "1000", "us", 10, 1e7, {},

@@ -1,7 +1,9 @@
 #include "sim/lapic/lapic.h"
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "sim/lapic/apic_map.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -28,7 +30,7 @@ std::uint64_t KvmLapic::timer_advance_cycles() const {
 // entry (lapic_timer_int_injected: the vector is in the vIRR with APICv; in
 // the vISR, i.e. actually injected, without it) and an advance is set.
 Tsc KvmLapic::wait_lapic_expire(Tsc now) {
-  if (!expired_tscdeadline_ || timer_advance_ns_ == 0 || !irr_timer_) return 0;
+  if (!expired_tscdeadline_ || timer_advance_ns_ == 0 || !timer_irr()) return 0;
   if (!cfg_.apicv && !vcpu_.guest_interruptible()) return 0;  // not injected on this entry
   const std::uint64_t deadline = expired_tscdeadline_;
   expired_tscdeadline_ = 0;
@@ -65,6 +67,10 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   }
   wait_stats_.spin_cycles += spin;
   return spin + overhead;
+}
+
+void KvmLapic::migrate_timer(Pcpu& cpu) {
+  if (queued()) cpu.hrtimers().start(this, expires());
 }
 
 // kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.
@@ -170,13 +176,78 @@ Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
 // timer is one-shot, so the deadline is consumed.
 Tsc KvmLapic::local_deliver_timer(Tsc now) {
   vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
-  irr_timer_ = true;
+  irq_.set_irr(LOCAL_TIMER_VECTOR);
   tscdeadline_ = 0;
   pending_ = 0;
   return costs_.inject_timer_irq(vcpu_.rng());
 }
 
-Tsc KvmLapic::eoi() { return costs_.eoi(vcpu_.rng()); }
+Tsc KvmLapic::eoi() {
+  irq_.eoi();
+  return costs_.eoi(vcpu_.rng());
+}
+
+// --- IPIs -------------------------------------------------------------------
+
+bool KvmLapic::icr_fastpath_ok(std::uint64_t icr) {
+  const auto low = static_cast<std::uint32_t>(icr);
+  return (low & APIC_SHORT_MASK) == 0 && (low & APIC_DEST_LOGICAL) == 0 &&
+         (low & APIC_MODE_MASK) == 0 && static_cast<std::uint32_t>(icr >> 32) != X2APIC_BROADCAST;
+}
+
+// kvm_apic_send_ipi() -> kvm_irq_delivery_to_apic(): the model delivers the
+// fixed, physical, single-target IPIs that kvm_irq_delivery_to_apic_fast()
+// takes (the only ones the workloads send); the target's
+// __apic_accept_irq() runs on this (the sender's) thread.
+Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
+  // A workload sending another kind is a model error, not an input error.
+  if (!icr_fastpath_ok(static_cast<std::uint64_t>(dest_id) << 32 | icr_low))
+    throw std::logic_error(
+        "kvm_apic_send_ipi: only fixed, physical, single-target IPIs are modelled");
+  ++ipi_stats_.sent;
+  vcpu_.ctx().obs.apic_ipi(vcpu_.id(), icr_low, dest_id, now);
+  Vcpu* target = map_ ? map_->find(dest_id) : nullptr;
+  if (!target) return 0;
+  return target->lapic().accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_,
+                                    now);
+}
+
+// __apic_accept_irq(APIC_DM_FIXED, edge) on the target. With APICv:
+// vmx_deliver_posted_interrupt(): PIR + ON; a target in guest mode on
+// another pCPU gets the posted-interrupt notification (no VM exit there),
+// any other is kicked (woken if blocked; else the vector is synced from the
+// PIR at its next entry). Without APICv: kvm_lapic_set_irr(),
+// KVM_REQ_EVENT, kvm_vcpu_kick() (an IPI forces a target in guest mode
+// out), injection at the next entry.
+Tsc KvmLapic::accept_irq(std::uint8_t vector, Vcpu& sender, Tsc now) {
+  ++ipi_stats_.accepted;
+  vcpu_.ctx().obs.apic_accept_ipi(sender.id(), vcpu_.id(), vector, now);
+  Tsc cost = costs_.accept_irq(sender.rng());
+  if (cfg_.apicv) {
+    if (!irq_.post(vector)) return cost;  // ON already set: a notification is on its way
+    if (&vcpu_ != &sender && vcpu_.in_guest_mode_for_ipi()) {
+      // kvm_vcpu_trigger_posted_interrupt(): send POSTED_INTR_VECTOR.
+      cost += costs_.posted_intr_notify(sender.rng());
+      sender.pcpu().send_ipi(vcpu_.pcpu(), HostIpi::PostedIntr, now + cost);
+      return cost;
+    }
+    return cost + vcpu_.kick_from(sender, now + cost);
+  }
+  irq_.set_irr(vector);
+  vcpu_.request_event();
+  return cost + vcpu_.kick_from(sender, now + cost);
+}
+
+void KvmLapic::sync_pir_to_irr(bool posted) {
+  const int n = irq_.sync_pir_to_irr();
+  if (posted) ipi_stats_.posted += static_cast<std::uint64_t>(n);
+}
+
+// inject_pending_event() for KVM_REQ_EVENT without APICv: the vector stays
+// in the IRR and is taken at entry; this is the injection's cost.
+Tsc KvmLapic::inject_event() { return costs_.inject_irq(vcpu_.rng()); }
+
+void KvmLapic::count_kick() { ++ipi_stats_.kicks; }
 
 Tsc KvmLapic::inject_pending_timer_irqs(Tsc now) {
   if (!pending_) return 0;

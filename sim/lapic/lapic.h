@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "sim/core/dist.h"
+#include "sim/lapic/apic_irq.h"
 #include "sim/sched/host_hrtimer.h"
 
 namespace kvmsim {
@@ -16,6 +17,17 @@ namespace kvmsim {
 class Vcpu;
 
 inline constexpr std::uint8_t LOCAL_TIMER_VECTOR = 0xec;  // guest Linux LVTT vector
+
+// x2APIC ICR (MSR 0x830) fields, as apicdef.h names them.
+inline constexpr std::uint32_t APIC_VECTOR_MASK = 0xff;
+inline constexpr std::uint32_t APIC_MODE_MASK = 0x700;  // delivery mode; 0 = APIC_DM_FIXED
+inline constexpr std::uint32_t APIC_DEST_LOGICAL = 0x800;
+inline constexpr std::uint32_t APIC_INT_ASSERT = 0x4000;
+inline constexpr std::uint32_t APIC_INT_LEVELTRIG = 0x8000;
+inline constexpr std::uint32_t APIC_SHORT_MASK = 0xc0000;  // 0 = APIC_DEST_NOSHORT
+inline constexpr std::uint32_t X2APIC_BROADCAST = 0xffffffffU;
+
+class ApicMap;
 
 struct LapicCosts {
   Sampler start_hv_timer;        // start_hv_timer() + vmx_set_hv_timer()
@@ -26,6 +38,32 @@ struct LapicCosts {
   Sampler expired_hv_timer;      // kvm_lapic_expired_hv_timer() (excluding injection)
   Sampler wait_lapic_expire;     // __kvm_wait_lapic_expire() itself: rdtsc, trace, tuning
   Sampler eoi;                   // apic_set_eoi() for a trapped EOI write (no APICv)
+  // IPIs between vCPUs (kvm_apic_send_ipi and what it calls).
+  Sampler x2apic_icr_write;  // kvm_x2apic_icr_write(): decode, ICR/ICR2, kvm_apic_send_ipi()
+                             // -> kvm_irq_delivery_to_apic_fast() map lookup
+  Sampler x2apic_msr_write;  // slow path: kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2, ICR)
+  Sampler accept_irq;        // __apic_accept_irq() for a fixed IPI: IRR/PIR, requests
+  Sampler posted_intr_notify;  // kvm_vcpu_trigger_posted_interrupt(): the host's physical
+                               // ICR write of POSTED_INTR_VECTOR to the target pCPU
+  Sampler kick_wakeup;         // kvm_vcpu_kick() of a blocked vCPU: rcuwait_wake_up() ->
+                               // try_to_wake_up() remote, incl. the reschedule IPI send
+  Sampler kick_ipi;            // kvm_vcpu_kick() of a vCPU in guest mode: smp_send_reschedule()
+  Sampler inject_irq;          // inject_pending_event() of an IRR vector without APICv
+};
+
+// Counters of the IPI path, per sending (ipis_sent) or target LAPIC.
+struct IpiStats {
+  std::uint64_t sent = 0;      // kvm_apic_send_ipi() calls
+  std::uint64_t accepted = 0;  // vectors accepted by this LAPIC
+  std::uint64_t posted = 0;    // delivered into the vIRR with no VM exit of this vCPU
+  std::uint64_t kicks = 0;     // kvm_vcpu_kick() calls that woke or IPIed this vCPU
+  IpiStats& operator+=(const IpiStats& o) {
+    sent += o.sent;
+    accepted += o.accepted;
+    posted += o.posted;
+    kicks += o.kicks;
+    return *this;
+  }
 };
 
 // Where kvm_wait_lapic_expire() is called. Before v5.3 (commit c5ce8235cffa,
@@ -140,18 +178,52 @@ class KvmLapic : public HostHrtimer {
   [[nodiscard]] bool can_use_hv_timer() const { return cfg_.hv_timer_available; }
   [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
   Tsc eoi();  // apic_set_eoi() of a trapped EOI write
+  // The guest's EOI when APICv virtualizes it (no exit; the CPU clears the
+  // vISR bit and re-evaluates RVI), and the EOI of guests whose EOI write
+  // the model does not trap.
+  void virtual_eoi() { irq_.eoi(); }
 
+  // --- Vectors and IPIs ----------------------------------------------------
+  // WRMSR(0x830): kvm_x2apic_icr_write() -> kvm_apic_send_ipi() ->
+  // kvm_irq_delivery_to_apic() (fixed, physical, single target); returns the
+  // cost on the sender after the decode (accept, posted notify or kick).
+  Tsc send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now);
+  // handle_fastpath_set_x2apic_icr_irqoff() conditions: x2APIC, no
+  // shorthand, physical, fixed, not broadcast.
+  [[nodiscard]] static bool icr_fastpath_ok(std::uint64_t icr);
+  // __apic_accept_irq(APIC_DM_FIXED) on this LAPIC, from `sender`'s vCPU.
+  Tsc accept_irq(std::uint8_t vector, Vcpu& sender, Tsc now);
+  void set_apic_map(const ApicMap* m) { map_ = m; }
+  Tsc inject_event();  // KVM_REQ_EVENT: inject an IRR vector (no APICv)
+  void count_kick();
+  // A vector is deliverable (IRR above PPR) or waiting in the PIR:
+  // kvm_cpu_has_interrupt() with vmx_sync_pir_to_irr().
+  [[nodiscard]] bool has_interrupt() const {
+    return irq_.deliverable() != ApicIrqState::kNone || irq_.pir_pending();
+  }
+  // vmx_sync_pir_to_irr(); vectors new in the IRR count as posted when
+  // `posted` (moved there by the CPU with no exit on this vCPU).
+  void sync_pir_to_irr(bool posted);
+  // Interrupt acknowledge at delivery: the highest deliverable vector moves
+  // to the ISR; -1 when none.
+  int ack_interrupt() { return irq_.ack(); }
+  [[nodiscard]] const ApicIrqState& irq_state() const { return irq_; }
+  [[nodiscard]] const IpiStats& ipi_stats() const { return ipi_stats_; }
+
+  // __kvm_migrate_apic_timer(): an armed hrtimer moves to the pCPU the vCPU
+  // thread now runs on (hrtimer_start_expires there).
+  void migrate_timer(Pcpu& cpu);
   // The hrtimer function: apic_timer_fn(), in host hard-IRQ context.
   Tsc fn(Pcpu& cpu, Tsc now) override;
 
   [[nodiscard]] std::uint64_t tscdeadline() const { return tscdeadline_; }
   [[nodiscard]] int pending() const { return pending_; }
   [[nodiscard]] bool hv_timer_in_use() const { return hv_timer_in_use_; }
-  [[nodiscard]] bool timer_irr() const { return irr_timer_; }
-  void ack_timer_irr() { irr_timer_ = false; }
+  [[nodiscard]] bool timer_irr() const { return irq_.irr_test(LOCAL_TIMER_VECTOR); }
   [[nodiscard]] std::uint64_t expired_tscdeadline() const { return expired_tscdeadline_; }
   void clear_expired_tscdeadline() { expired_tscdeadline_ = 0; }
   [[nodiscard]] const LapicConfig& config() const { return cfg_; }
+  [[nodiscard]] LapicCosts& costs() { return costs_; }
 
  private:
   Tsc start_apic_timer(Tsc now);
@@ -174,7 +246,9 @@ class KvmLapic : public HostHrtimer {
   WaitLapicExpireStats wait_stats_;
   int pending_ = 0;  // lapic_timer.pending
   bool hv_timer_in_use_ = false;
-  bool irr_timer_ = false;  // LVTT vector pending in the (v)IRR
+  ApicIrqState irq_;  // (v)IRR, (v)ISR, PIR
+  const ApicMap* map_ = nullptr;
+  IpiStats ipi_stats_;
 };
 
 }  // namespace kvmsim

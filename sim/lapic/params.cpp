@@ -32,6 +32,23 @@ void declare_lapic_params(ParamRegistry& r) {
              "kvm_lapic_expired_hv_timer() bookkeeping and cancel_hv_timer()."});
   r.declare({"cost.lapic.wait_lapic_expire", ParamType::Dist, "30ns", "time", {}, {}, {},
              "__kvm_wait_lapic_expire() itself (rdtsc, tracepoint, tuning), besides the spin."});
+  r.declare({"cost.lapic.x2apic_icr_write", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "kvm_x2apic_icr_write(): decode, ICR/ICR2 update, kvm_apic_send_ipi() -> "
+             "kvm_irq_delivery_to_apic_fast() destination lookup."});
+  r.declare({"cost.lapic.x2apic_msr_write", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "Slow path only: kvm_x2apic_msr_write() -> kvm_lapic_reg_write() of ICR2 and then "
+             "ICR (the generic register path the ICR fastpath bypasses)."});
+  r.declare({"cost.lapic.accept_irq", ParamType::Dist, "40ns", "time", {}, {}, {},
+             "__apic_accept_irq() for a fixed IPI: PIR/ON (APICv) or IRR + KVM_REQ_EVENT."});
+  r.declare({"cost.lapic.posted_intr_notify", ParamType::Dist, "60ns", "time", {}, {}, {},
+             "kvm_vcpu_trigger_posted_interrupt(): the host's ICR write of POSTED_INTR_VECTOR."});
+  r.declare({"cost.lapic.kick_wakeup", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "kvm_vcpu_kick() of a blocked vCPU: rcuwait_wake_up() -> try_to_wake_up() of a task "
+             "on another pCPU, incl. sending the reschedule IPI."});
+  r.declare({"cost.lapic.kick_ipi", ParamType::Dist, "60ns", "time", {}, {}, {},
+             "kvm_vcpu_kick() of a vCPU in guest mode: mode cmpxchg + smp_send_reschedule()."});
+  r.declare({"cost.lapic.inject_irq", ParamType::Dist, "100ns", "time", {}, {}, {},
+             "inject_pending_event() of an IRR vector for KVM_REQ_EVENT (no APICv)."});
   r.declare({"cost.lapic.eoi", ParamType::Dist, "100ns", "time", {}, {}, {},
              "apic_set_eoi() + apic_update_ppr() for an EOI write trapped without APICv."});
 }

@@ -12,6 +12,7 @@
 namespace kvmsim {
 
 class Pcpu;
+class HostHrtimerBase;
 
 class HostHrtimer {
  public:
@@ -30,21 +31,26 @@ class HostHrtimer {
   std::string name_;
   Tsc expires_ = kTscNever;
   bool queued_ = false;
+  HostHrtimerBase* base_ = nullptr;  // the pCPU's base it is queued on
 };
 
 class HostHrtimerBase {
  public:
   // hrtimer_start(HRTIMER_MODE_ABS_PINNED).
+  // A timer queued on another pCPU's base moves here (the base of the CPU
+  // that starts it, as the LAPIC timer follows its vCPU).
   void start(HostHrtimer* t, Tsc expires) {
+    if (t->queued_ && t->base_ != this) t->base_->dequeue(t);
     if (!t->queued_) timers_.push_back(t);
     t->queued_ = true;
+    t->base_ = this;
     t->expires_ = expires;
   }
-  // hrtimer_cancel().
+  // hrtimer_cancel(), on whichever base holds the timer.
   void cancel(HostHrtimer* t) {
     if (!t->queued_) return;
     t->expires_ = kTscNever;
-    dequeue(t);
+    t->base_->dequeue(t);
   }
   // Where the clockevent device (host LAPIC in TSC-deadline mode) is armed.
   [[nodiscard]] Tsc next_expiry() const {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/sched/host.h"
+
 namespace kvmsim {
 
 namespace {
@@ -13,11 +15,14 @@ Tsc next_arrival(Rng& rng, const TscClock& clk, double rate_hz, Tsc now) {
 }
 }  // namespace
 
-Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs)
+Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs,
+           Host& host)
     : sc_module(name),
       id_(id),
       ctx_(ctx),
       costs_(std::move(costs)),
+      host_(host),
+      sched_(host.scheduler()),
       rng_(ctx.stream(std::string(name) + ".costs")),
       noise_rng_(ctx.stream(std::string(name) + ".noise")),
       softirq_rng_(ctx.stream(std::string(name) + ".softirq")) {
@@ -26,15 +31,6 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
   SC_METHOD(dispatch);
   sensitive << wake_;
   dont_initialize();
-}
-
-void Pcpu::set_thread(HostThread* t) {
-  thread_ = t;
-  seg_begin_ = now_tsc();
-  seg_end_ = now_tsc();  // run the thread at once
-  seg_stage_ = Stage::HostIdle;
-  seg_kind_ = SegKind::HostIrqOn;
-  reschedule();
 }
 
 void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
@@ -46,12 +42,16 @@ void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
 
 void Pcpu::reschedule() {
   if (in_dispatch_) return;  // dispatch() re-arms on its way out
-  Tsc next = std::min(seg_end_, noise_next_);
+  Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
   // An interrupt left pending (it came in while another one ran) is taken as
   // soon as the segment lets it in.
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
+    next = std::min(next, now_tsc());
+  if (pending_pi_ &&
+      (seg_kind_ == SegKind::Guest ||
+       ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) && !in_nested_irq_)))
     next = std::min(next, now_tsc());
   if (next == scheduled_) return;
   wake_.cancel();
@@ -61,18 +61,136 @@ void Pcpu::reschedule() {
   wake_.notify(cycles(next > now ? next - now : 0));
 }
 
-void Pcpu::wake_current() {
+bool Pcpu::need_resched() const { return sched_.need_resched(id_); }
+
+// The idle task polls need_resched: its loop ends now, or when the interrupt
+// that set it returns (schedule() from the idle loop).
+void Pcpu::end_idle(Tsc now) {
+  if (curr_ != nullptr) return;
   if (in_nested_irq_) {
     if (saved_stage_ == Stage::HostIdle) saved_remaining_ = 0;
     return;
   }
-  if (seg_stage_ == Stage::HostIdle) {
-    seg_end_ = now_tsc();
+  if (seg_stage_ == Stage::HostIdle && !switching_) {
+    seg_end_ = now;
+    reschedule();
+  }
+}
+
+void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
+  if (from && from != this) {
+    from->send_ipi(*this, HostIpi::Reschedule, std::max(ipi_at, now));  // smp_send_reschedule()
+    return;
+  }
+  end_idle(now);  // a busy thread sees need_resched at its next preemption point
+}
+
+void Pcpu::scheduler_tick(Tsc now) {
+  if (sched_.tick(id_, now)) end_idle(now);
+}
+
+void Pcpu::sleep_current(Tsc now) {
+  sched_.dequeue(id_, curr_->se(), now, kDequeueSleep);
+  schedule(now);
+}
+
+bool Pcpu::preempt_point(Tsc now) {
+  if (!sched_.need_resched(id_)) return false;
+  SchedEntity* se = sched_.pick_next(id_, now);
+  HostThread* next = se ? host_.thread_of(*se) : nullptr;
+  if (next == curr_) return false;
+  switch_to(next, now);
+  return true;
+}
+
+void Pcpu::schedule(Tsc now) {
+  SchedEntity* se = sched_.pick_next(id_, now);
+  HostThread* next = se ? host_.thread_of(*se) : nullptr;
+  if (next == curr_) {  // nothing else to run: the same thread (or idle) goes on
+    if (curr_)
+      curr_->run(*this, now);
+    else
+      run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+    return;
+  }
+  switch_to(next, now);
+}
+
+// context_switch(): preempt notifiers out, the switch, notifiers in. A switch
+// between two threads costs cost.host.context_switch; to and from the idle
+// task the cost is the sleeping / waking thread's own (for a vCPU,
+// cost.vcpu_block and cost.vcpu_wakeup).
+void Pcpu::switch_to(HostThread* next, Tsc now) {
+  HostThread* prev = curr_;
+  const bool prev_runnable = prev && prev->se().on_rq;
+  if (prev) {
+    stats_.busy_cycles += now - busy_since_;
+    prev->sched_out(*this, now, prev_runnable);
+  }
+  if (!ctx_.obs.empty()) {
+    static const std::string kIdle = "swapper";
+    const std::string idle = kIdle + "/" + std::to_string(id_);
+    ctx_.obs.sched_switch(id_, prev ? prev->comm() : idle, prev ? prev->pid() : 0,
+                          prev ? 120 + prev->se().nice : 120, prev_runnable || !prev,
+                          next ? next->comm() : idle, next ? next->pid() : 0,
+                          next ? 120 + next->se().nice : 120, now);
+  }
+  curr_ = next;
+  if (next) {
+    busy_since_ = now;
+    next->sched_in(*this, now);
+  }
+  if (prev && next) {
+    if (const Tsc c = costs_.context_switch(rng_)) {
+      switching_ = true;
+      run_for(Stage::HostContextSwitch, SegKind::HostIrqOff, c);
+      return;
+    }
+  }
+  if (next)
+    next->run(*this, now);
+  else
+    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+}
+
+// --- Physical IPIs between pCPUs (issue 8) -----------------------------------
+
+void Pcpu::send_ipi(Pcpu& target, HostIpi kind, Tsc sent) {
+  target.receive_ipi(kind, sent + costs_.ipi_latency(rng_));
+}
+
+void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
+  const auto it =
+      std::upper_bound(ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
+                       [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
+  ipi_inflight_.insert(it, {arrival, kind});
+  reschedule();
+}
+
+void Pcpu::end_guest_spin() {
+  if (seg_kind_ != SegKind::Guest || seg_end_ != kTscNever) return;
+  seg_end_ = now_tsc();
+  reschedule();
+}
+
+void Pcpu::shorten_segment(Tsc end) {
+  const Tsc now = now_tsc();
+  end = std::max(end, now);
+  if (in_nested_irq_) {
+    if (saved_remaining_ != kTscNever) saved_remaining_ = std::min(saved_remaining_, end - now);
+    return;
+  }
+  if (end < seg_end_) {
+    seg_end_ = end;
     reschedule();
   }
 }
 
 void Pcpu::poll_sources(Tsc now) {
+  while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
+    ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
+    ipi_inflight_.erase(ipi_inflight_.begin());
+  }
   if (hrtimers_.next_expiry() <= now) pending_timer_ = true;
   while (noise_next_ <= now) {
     ++pending_noise_;
@@ -111,6 +229,25 @@ Tsc Pcpu::take_pending_irqs(Tsc now) {
     ++stats_.irqs;
     cost += costs_.irq_entry(rng_) + costs_.noise_irq_duration(rng_) + irq_exit(now);
   }
+  while (pending_resched_) {
+    // RESCHEDULE_VECTOR -> scheduler_ipi(): need_resched is already set by
+    // the sender (resched_curr); an idle loop ends when this returns. In
+    // guest mode the IPI forced the VM exit (kvm_vcpu_kick).
+    --pending_resched_;
+    ++stats_.ipis;
+    ++stats_.resched_ipis;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
+    if (!sched_.idle(id_)) end_idle(now);
+  }
+  // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
+  // is synced at the next entry.
+  if (pending_pi_) {
+    pending_pi_ = 0;
+    ++stats_.ipis;
+    ++stats_.irqs;
+    cost += costs_.irq_entry(rng_) + costs_.posted_intr_ipi(rng_) + irq_exit(now);
+  }
   if (pending_timer_) {
     pending_timer_ = false;
     ++stats_.timer_irqs;
@@ -135,13 +272,19 @@ void Pcpu::dispatch() {
     // Preemption timer reached zero in non-root mode.
     end_segment(now);
     vmx_timer_ = kTscNever;
-    thread_->preemption_timer_expired(*this, now);
-  } else if (irq_pending() && seg_end_ > now) {
+    curr_->preemption_timer_expired(*this, now);
+  } else if (pending_pi_ && seg_kind_ == SegKind::Guest && seg_end_ > now) {
+    // Posted-interrupt notification in non-root mode: no VM exit.
+    pending_pi_ = 0;
+    end_segment(now);
+    curr_->posted_interrupt(*this, now);
+  } else if ((irq_pending() || pending_pi_) && seg_end_ > now) {
     if (seg_kind_ == SegKind::Guest) {
       end_segment(now);
       vmx_timer_ = kTscNever;
-      thread_->guest_interrupted(*this, now);
-    } else if (seg_kind_ == SegKind::HostIrqOn && !in_nested_irq_) {
+      curr_->guest_interrupted(*this, now);
+    } else if ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) &&
+               !in_nested_irq_) {
       end_segment(now);
       in_nested_irq_ = true;
       saved_stage_ = seg_stage_;
@@ -154,13 +297,22 @@ void Pcpu::dispatch() {
     end_segment(now);
     if (in_nested_irq_) {
       in_nested_irq_ = false;
-      const Tsc end = saved_remaining_ == kTscNever ? kTscNever : now + saved_remaining_;
-      run_until(saved_stage_, saved_kind_, end);
-      seg_begin_ = now;
-    } else if (thread_) {
-      thread_->run(*this, now);
+      if (saved_kind_ == SegKind::HostUser && curr_ && sched_.need_resched(id_)) {
+        // irqentry_exit_to_user_mode() -> schedule(): user code is preempted.
+        curr_->user_preempted(saved_remaining_);
+        schedule(now);
+      } else {
+        const Tsc end = saved_remaining_ == kTscNever ? kTscNever : now + saved_remaining_;
+        run_until(saved_stage_, saved_kind_, end);
+        seg_begin_ = now;
+      }
+    } else if (switching_) {
+      switching_ = false;
+      curr_->run(*this, now);
+    } else if (curr_) {
+      curr_->run(*this, now);
     } else {
-      run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+      schedule(now);  // the idle loop saw need_resched
     }
   }
   in_dispatch_ = false;

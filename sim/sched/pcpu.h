@@ -1,54 +1,91 @@
-// A physical CPU. It runs one host thread at a time as a sequence of
-// segments (each tagged with a Stage and a cost in cycles) and takes host
-// interrupts: from the local clockevent (host hrtimers), from device/IPI
+// A physical CPU. It runs its current host thread (a vCPU thread, a host
+// task, or the idle task) as a sequence of segments (each tagged with a Stage
+// and a cost in cycles) and takes host interrupts: from the local clockevent
+// (host hrtimers, the tick), from IPIs sent by other pCPUs, from device
 // noise, and (while a vCPU is in non-root mode) the VMX preemption timer.
 //
 // Everything that happens on the pCPU is driven by one SC_METHOD and one
 // timed sc_event, re-armed for the earliest of: end of the current segment,
-// clockevent expiry, next noise interrupt, preemption-timer zero.
+// clockevent expiry, next noise interrupt, IPI arrival, preemption-timer zero.
 //
 // How an interrupt is taken depends on the segment's kind:
 //   Guest      -> the vCPU takes a VM exit (EXTERNAL_INTERRUPT), the thread
 //                 runs the handler itself (vmx_handle_external_intr);
 //   HostIrqOn  -> the handler nests: the segment is suspended and resumed;
+//   HostUser   -> the same, and on the way back (irqentry_exit_to_user_mode)
+//                 a pending reschedule preempts the thread;
 //   HostIrqOff -> the interrupt stays pending until the thread re-enables
 //                 interrupts (take_pending_irqs()).
+//
+// Which thread runs is the host scheduler's decision (sim/sched/host_sched.h,
+// CFS); the pCPU carries it out: schedule() puts the previous thread back or
+// lets it sleep, picks the next, calls the preempt notifiers (sched_out /
+// sched_in, which KVM uses for vcpu_put / vcpu_load) and runs the context
+// switch.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 
 #include "sim/core/context.h"
 #include "sim/core/dist.h"
 #include "sim/core/stage.h"
+#include "sim/sched/cfs.h"
 #include "sim/sched/host_hrtimer.h"
 
 namespace kvmsim {
 
 class Pcpu;
+class Host;
+class HostScheduler;
 
-enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest };
+enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest, HostUser };
 
-// A host task (vCPU thread, kthread, idle).
+// Physical IPIs between pCPUs (issue 8: guest IPIs between pinned vCPUs).
+//   Reschedule: smp_send_reschedule() (kvm_vcpu_kick of a blocked vCPU, or
+//               of one in guest mode without APICv: it forces a VM exit);
+//   PostedIntr: POSTED_INTR_VECTOR (kvm_vcpu_trigger_posted_interrupt): in
+//               non-root mode the CPU moves the PIR into the vIRR, no exit.
+enum class HostIpi : std::uint8_t { Reschedule, PostedIntr };
+
+// A host task (vCPU thread, kthread, user process). Its SchedEntity is what
+// the scheduler queues; the pCPU calls run() whenever the thread should start
+// its next segment on it.
 class HostThread {
  public:
-  HostThread(std::string comm, int pid) : comm_(std::move(comm)), pid_(pid) {}
+  HostThread(std::string comm, int pid, int nice = 0, CpuMask allowed = CpuMask::all())
+      : comm_(std::move(comm)), pid_(pid), se_(pid, nice, std::move(allowed)) {}
   virtual ~HostThread() = default;
   // The current segment ended (or the thread was just switched in): start the
-  // next one with cpu.run_for()/run_until().
+  // next one with cpu.run_for()/run_until(), or sleep / yield the pCPU.
   virtual void run(Pcpu& cpu, Tsc now) = 0;
   // A host interrupt arrived while a Guest segment ran: take a VM exit.
   virtual void guest_interrupted(Pcpu& /*cpu*/, Tsc /*now*/) {}
   // The VMX preemption timer loaded by this thread reached zero.
   virtual void preemption_timer_expired(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // Preempt notifiers (kernel/sched/core.c fire_sched_{out,in}_preempt_notifiers):
+  // the thread leaves the pCPU (still runnable if `preempted`) / gets it.
+  virtual void sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool /*preempted*/) {}
+  virtual void sched_in(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // A HostUser segment was cut by preemption with `remaining` cycles left
+  // (kTscNever: open-ended); run() is called again when it is switched back in.
+  virtual void user_preempted(Tsc /*remaining*/) {}
+  // A posted-interrupt notification arrived while a Guest segment ran (no
+  // VM exit); the Guest segment was ended at `now`.
+  virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
+  SchedEntity& se() { return se_; }
+  [[nodiscard]] const SchedEntity& se() const { return se_; }
 
  private:
   std::string comm_;
   int pid_;
+  SchedEntity se_;
 };
 
 // Host interrupt costs and noise of one pCPU (from the platform file).
@@ -56,6 +93,10 @@ struct PcpuCosts {
   Sampler irq_entry;          // cost.host.irq_entry
   Sampler irq_exit;           // cost.host.irq_exit
   Sampler hrtimer_interrupt;  // cost.host.hrtimer_interrupt (incl. clockevent reprogram)
+  Sampler context_switch;     // cost.host.context_switch: __schedule() between two threads
+  Sampler ipi_latency;        // cost.host.ipi_latency: ICR write to the target's interrupt
+  Sampler reschedule_ipi;     // cost.host.reschedule_ipi: scheduler_ipi() handler
+  Sampler posted_intr_ipi;    // cost.host.posted_intr_ipi: POSTED_INTR_VECTOR handler in root mode
   // Host noise: device interrupts / IPIs that land on this pCPU.
   double noise_irq_rate_hz = 0;
   Sampler noise_irq_duration;
@@ -67,22 +108,22 @@ struct PcpuCosts {
 
 struct PcpuStats {
   std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
+  std::uint64_t ipis = 0;  // physical IPIs taken (reschedule / posted-interrupt notification)
+  std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
   Tsc irq_cycles = 0, softirq_cycles = 0;
+  Tsc busy_cycles = 0;  // time not in the idle task
 };
 
 class Pcpu : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Pcpu);
-  Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs);
+  Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs, Host& host);
 
   [[nodiscard]] int id() const { return id_; }
   SimContext& ctx() { return ctx_; }
   Rng& rng() { return rng_; }
-
-  // The one thread this pCPU runs (vCPU threads are pinned to isolated pCPUs;
-  // the fair scheduler for shared pCPUs builds on the same interface).
-  void set_thread(HostThread* t);
-  [[nodiscard]] HostThread* current() const { return thread_; }
+  Host& host() { return host_; }
+  [[nodiscard]] HostThread* current() const { return curr_; }  // nullptr: the idle task
 
   // Segments, called by the current thread from run().
   void run_for(Stage stage, SegKind kind, Tsc cycles) {
@@ -100,32 +141,77 @@ class Pcpu : public sc_core::sc_module {
   // After changing hrtimers or raising IRQs from outside dispatch().
   void reschedule();
 
-  // try_to_wake_up() of the current thread, which sleeps in a HostIdle
-  // segment (the pCPU idles): the sleep ends when the interrupt that woke it
-  // returns (schedule() from idle), or at once if no interrupt is running.
-  void wake_current();
+  // --- scheduling, called by the current thread from run() ---------------
+  // The thread blocks (TASK_INTERRUPTIBLE + schedule()): the next thread or
+  // the idle task runs; the thread's run() is called after a wake-up.
+  void sleep_current(Tsc now);
+  // cond_resched() at a preemption point: if need_resched is set, put the
+  // thread back and switch. True = switched away (return without starting a
+  // segment; run() is called when it is picked again).
+  bool preempt_point(Tsc now);
+  [[nodiscard]] bool need_resched() const;
+  // scheduler_tick() from the host tick on this pCPU.
+  void scheduler_tick(Tsc now);
+
+  // --- called by Host -------------------------------------------------------
+  // A thread was enqueued here and should run (the idle loop ends at once,
+  // or when the interrupt in progress returns). `from`: the waker's pCPU when
+  // remote: it sends a reschedule IPI leaving at `ipi_at`; otherwise the
+  // local need_resched is seen at the next preemption point.
+  void resched_curr(Tsc now, Pcpu* from = nullptr, Tsc ipi_at = 0);
+
+  // --- Physical IPIs between pCPUs (issue 8) ---------------------------------
+  // Send `kind` to `target`, leaving this pCPU at `sent` (the sender's
+  // ICR write); it arrives after cost.host.ipi_latency.
+  void send_ipi(Pcpu& target, HostIpi kind, Tsc sent);
+  // A posted-interrupt notification is pending (it came in with interrupts
+  // off); VM entry consumes it: the CPU processes it as posted, no exit.
+  bool take_posted_intr_notification() {
+    const bool p = pending_pi_ != 0;
+    pending_pi_ = 0;
+    return p;
+  }
+  // End the current open-ended Guest segment now: a guest spin on this pCPU
+  // sees a store from another CPU (kvm-unit-tests' while (!ipi_done);).
+  void end_guest_spin();
+  // The current segment (or the one a nested IRQ interrupted) ends no later
+  // than `end` (a remote wake-up cuts a vCPU's schedule() short).
+  void shorten_segment(Tsc end);
 
   // Interrupt state.
-  [[nodiscard]] bool irq_pending() const { return pending_timer_ || pending_noise_ != 0; }
+  [[nodiscard]] bool irq_pending() const {
+    return pending_timer_ || pending_noise_ != 0 || pending_resched_ != 0;
+  }
   // Runs every pending host interrupt now (irq entry, handlers, irq_exit with
   // softirqs) and returns the cycles that took; handlers' effects apply now.
   Tsc take_pending_irqs(Tsc now);
 
   [[nodiscard]] const PcpuStats& stats() const { return stats_; }
+  // Busy cycles up to `now`, including the segment in progress.
+  [[nodiscard]] Tsc busy_cycles(Tsc now) const {
+    return stats_.busy_cycles + (curr_ && now > busy_since_ ? now - busy_since_ : 0);
+  }
 
  private:
   void dispatch();
   void poll_sources(Tsc now);
   Tsc irq_exit(Tsc now);
   void end_segment(Tsc now);
+  void schedule(Tsc now);  // __schedule(): pick and switch (from dispatch or a thread)
+  void switch_to(HostThread* next, Tsc now);
+  void end_idle(Tsc now);  // the idle loop sees need_resched
 
   int id_;
   SimContext& ctx_;
   PcpuCosts costs_;
+  Host& host_;
+  HostScheduler& sched_;
   Rng rng_;
   Rng noise_rng_;  // arrival times only: identical across paired runs
   Rng softirq_rng_;
-  HostThread* thread_ = nullptr;
+  HostThread* curr_ = nullptr;
+  bool switching_ = false;  // in the context-switch segment to curr_
+  Tsc busy_since_ = 0;
   HostHrtimerBase hrtimers_;
   sc_core::sc_event wake_;
   Tsc scheduled_ = kTscNever;
@@ -137,7 +223,7 @@ class Pcpu : public sc_core::sc_module {
   Tsc seg_end_ = kTscNever;
   Tsc vmx_timer_ = kTscNever;
 
-  // A nested host IRQ over a HostIrqOn segment.
+  // A nested host IRQ over a HostIrqOn / HostUser segment.
   bool in_nested_irq_ = false;
   Stage saved_stage_ = Stage::HostIdle;
   SegKind saved_kind_ = SegKind::HostIrqOn;
@@ -149,6 +235,13 @@ class Pcpu : public sc_core::sc_module {
   Tsc softirq_next_ = kTscNever;
   Tsc softirq_backlog_ = 0;
   PcpuStats stats_;
+  // Physical IPIs in flight to this pCPU (arrival, kind) and pending ones.
+  void receive_ipi(HostIpi kind, Tsc arrival);
+  [[nodiscard]] Tsc next_ipi() const {
+    return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first;
+  }
+  std::vector<std::pair<Tsc, HostIpi>> ipi_inflight_;  // sorted by arrival
+  std::uint32_t pending_resched_ = 0, pending_pi_ = 0;
 };
 
 }  // namespace kvmsim

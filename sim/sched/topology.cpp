@@ -1,5 +1,7 @@
 #include "sim/sched/topology.h"
 
+#include <algorithm>
+
 #include <boost/graph/graph_traits.hpp>
 
 namespace kvmsim {
@@ -14,6 +16,7 @@ Topology::Topology(int sockets, int cores_per_socket, int threads_per_core)
   for (int s = 0; s < sockets; ++s) {
     const auto sv = boost::add_vertex(Node{Kind::Socket, s}, g_);
     boost::add_edge(machine, sv, g_);
+    socket_vertex_.push_back(sv);
     for (int c = 0; c < cores_per_socket; ++c) {
       const auto cv = boost::add_vertex(Node{Kind::Core, s * cores_per_socket + c}, g_);
       boost::add_edge(sv, cv, g_);
@@ -40,6 +43,28 @@ std::vector<int> Topology::siblings(int cpu) const {
   const auto core = cpu_core_.at(static_cast<std::size_t>(cpu));
   for (auto [it, end] = boost::adjacent_vertices(core, g_); it != end; ++it)
     if (g_[*it].index != cpu) out.push_back(g_[*it].index);
+  return out;
+}
+
+}  // namespace kvmsim
+
+namespace kvmsim {
+
+std::vector<int> Topology::smt_span(int cpu) const {
+  std::vector<int> out = siblings(cpu);
+  out.push_back(cpu);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Walks socket -> cores -> threads in the graph.
+std::vector<int> Topology::llc_span(int cpu) const {
+  std::vector<int> out;
+  const auto socket = socket_vertex_.at(static_cast<std::size_t>(socket_of(cpu)));
+  for (auto [c, cend] = boost::adjacent_vertices(socket, g_); c != cend; ++c)
+    for (auto [t, tend] = boost::adjacent_vertices(*c, g_); t != tend; ++t)
+      out.push_back(g_[*t].index);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

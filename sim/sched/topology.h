@@ -24,8 +24,15 @@ class Topology {
   [[nodiscard]] int cpus() const { return static_cast<int>(cpu_vertex_.size()); }
   [[nodiscard]] int sockets() const { return sockets_; }
   [[nodiscard]] int socket_of(int cpu) const;
-  [[nodiscard]] int core_of(int cpu) const;  // machine-wide core number
+  [[nodiscard]] int core_of(int cpu) const;                // machine-wide core number
   [[nodiscard]] std::vector<int> siblings(int cpu) const;  // SMT siblings, excluding cpu
+  // Scheduling-domain spans, ascending, including cpu itself (the kernel's
+  // cpu_smt_mask / cpu_coregroup_mask / cpu_online_mask). The last-level
+  // cache is per socket, as on the Intel servers the platforms describe.
+  [[nodiscard]] std::vector<int> smt_span(int cpu) const;
+  [[nodiscard]] std::vector<int> llc_span(int cpu) const;
+  [[nodiscard]] bool shares_llc(int a, int b) const { return socket_of(a) == socket_of(b); }
+  [[nodiscard]] int threads_per_core() const { return threads_; }
   [[nodiscard]] const Graph& graph() const { return g_; }
 
  private:
@@ -33,6 +40,7 @@ class Topology {
   int sockets_, cores_, threads_;
   std::vector<Graph::vertex_descriptor> cpu_vertex_;
   std::vector<Graph::vertex_descriptor> cpu_core_;
+  std::vector<Graph::vertex_descriptor> socket_vertex_;
   std::vector<int> cpu_socket_;
 };
 

@@ -88,3 +88,15 @@ TEST_CASE("topology: a cpu number out of range throws", "[topology]") {
   CHECK_THROWS_AS(t.core_of(-1), std::out_of_range);
   CHECK_THROWS_AS(t.siblings(100), std::out_of_range);
 }
+
+TEST_CASE("topology: LLC span is the socket, SMT span the core, both ascending", "[topology]") {
+  const Topology t(2, 2, 2);  // cpu = thread * 4 + socket * 2 + core
+  CHECK(t.smt_span(0) == std::vector<int>{0, 4});
+  CHECK(t.smt_span(4) == std::vector<int>{0, 4});
+  CHECK(t.llc_span(0) == std::vector<int>{0, 1, 4, 5});
+  CHECK(t.llc_span(7) == std::vector<int>{2, 3, 6, 7});
+  CHECK(t.shares_llc(1, 5));
+  CHECK_FALSE(t.shares_llc(1, 2));
+  CHECK(t.threads_per_core() == 2);
+  CHECK_THROWS_AS(t.llc_span(8), std::out_of_range);
+}

@@ -1,5 +1,6 @@
 #include "sim/trace/trace_format.h"
 
+#include <array>
 #include <iterator>
 #include <type_traits>
 
@@ -66,6 +67,17 @@ void payload(std::string& s, const KvmApicAcceptIrq& e) {
                  e.level ? "level" : "edge", e.coalesced ? " (coalesced)" : "");
 }
 
+// The kernel's kvm_deliver_mode and kvm_apic_dst_shorthand tables.
+void payload(std::string& s, const KvmApicIpi& e) {
+  static constexpr std::array<const char*, 8> kMode = {"Fixed", "LowPrio", "SMI",  "Res3",
+                                                       "NMI",   "INIT",    "SIPI", "ExtINT"};
+  static constexpr std::array<const char*, 4> kShort = {"dst", "self", "all", "all-but-self"};
+  fmt::format_to(Out(s), "dst {:x} vec {} ({}|{}|{}|{}|{})", e.dest_id, e.icr_low & 0xff,
+                 kMode[(e.icr_low >> 8) & 7], (e.icr_low & (1U << 11)) ? "logical" : "physical",
+                 (e.icr_low & (1U << 14)) ? "assert" : "de-assert",
+                 (e.icr_low & (1U << 15)) ? "level" : "edge", kShort[(e.icr_low >> 18) & 3]);
+}
+
 void payload(std::string& s, const KvmPvTlbFlush& e) {
   fmt::format_to(Out(s), "vcpu {} need_flush_tlb {}", e.vcpu, e.need_flush_tlb ? "true" : "false");
 }
@@ -114,6 +126,7 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmVcpuWakeup>) return "kvm_vcpu_wakeup";
         if constexpr (std::is_same_v<T, KvmHaltPollNs>) return "kvm_halt_poll_ns";
         if constexpr (std::is_same_v<T, KvmApicAcceptIrq>) return "kvm_apic_accept_irq";
+        if constexpr (std::is_same_v<T, KvmApicIpi>) return "kvm_apic_ipi";
         if constexpr (std::is_same_v<T, KvmPvTlbFlush>) return "kvm_pv_tlb_flush";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
         if constexpr (std::is_same_v<T, SchedWakeup>) return "sched_wakeup";
@@ -211,6 +224,11 @@ void TraceWriter::kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, in
   put(ts_ns, task, cpu, "kvm_halt_poll_ns", e);
 }
 
+void TraceWriter::kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                               const KvmApicIpi& e) {
+  put(ts_ns, task, cpu, "kvm_apic_ipi", e);
+}
+
 void TraceWriter::kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                       const KvmApicAcceptIrq& e) {
   put(ts_ns, task, cpu, "kvm_apic_accept_irq", e);
@@ -229,6 +247,15 @@ void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cp
 void TraceWriter::sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                const SchedWakeup& e) {
   put(ts_ns, task, cpu, "sched_wakeup", e);
+}
+
+void TraceWriter::sched_migrate_task(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                     const std::string& comm, int pid, int prio, int orig_cpu,
+                                     int dest_cpu) {
+  payload_.clear();
+  fmt::format_to(std::back_inserter(payload_), "comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
+                 comm, pid, prio, orig_cpu, dest_cpu);
+  emit(ts_ns, task, cpu, "sched_migrate_task");
 }
 
 }  // namespace kvmsim::trace

@@ -15,6 +15,9 @@
 //   kvm_vcpu_wakeup       %s time %lld ns, polling %s (wait/poll, valid/invalid)
 //   kvm_halt_poll_ns      vcpu %u: halt_poll_ns %u (%s %u)  (new, grow/shrink, old)
 //   kvm_apic_accept_irq   apicid %x vec %u (%s|%s)    (delivery mode, level/edge)
+//   kvm_apic_ipi          dst %x vec %u (%s|%s|%s|%s|%s)  (arch/x86/kvm/trace.h: icr_low's
+//                         delivery mode, logical/physical, assert/de-assert, level/edge,
+//                         shorthand dst/self/all/all-but-self; dst = dest_id)
 //   kvm_pv_tlb_flush      vcpu %u need_flush_tlb %s   (true/false)
 // sched_switch and sched_wakeup are printed as trace-cmd's sched plugin prints
 // them (not the raw kernel `prev_comm=...` form):
@@ -120,6 +123,12 @@ struct KvmApicAcceptIrq {
   bool coalesced = false;  // " (coalesced)": older kernels only; modern ones never print it
 };
 
+// kvm_apic_ipi(icr_low, dest_id): the fields; the text is decoded from icr_low.
+struct KvmApicIpi {
+  std::uint32_t icr_low = 0;
+  std::uint32_t dest_id = 0;
+};
+
 struct KvmPvTlbFlush {
   unsigned vcpu = 0;
   bool need_flush_tlb = false;
@@ -144,9 +153,10 @@ struct SchedWakeup {
 };
 
 // One parsed or to-be-written payload; monostate for events not listed above.
-using TraceEventData = std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState,
-                                    KvmWaitLapicExpire, KvmVcpuWakeup, KvmHaltPollNs,
-                                    KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch, SchedWakeup>;
+using TraceEventData =
+    std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
+                 KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
+                 SchedWakeup, KvmApicIpi>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -188,6 +198,7 @@ class TraceWriter {
   void kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmHaltPollNs& e);
   void kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task, int cpu,
                            const KvmApicAcceptIrq& e);
+  void kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApicIpi& e);
   void kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPvTlbFlush& e);
   void sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedSwitch& e);
   void sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedWakeup& e);
@@ -198,6 +209,10 @@ class TraceWriter {
   void line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
             std::string_view payload);
 
+  // sched_migrate_task, printed raw as the kernel's format has it:
+  //   comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d
+  void sched_migrate_task(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                          const std::string& comm, int pid, int prio, int orig_cpu, int dest_cpu);
   [[nodiscard]] std::uint64_t lines_written() const { return lines_; }
 
  private:
@@ -237,6 +252,9 @@ inline bool operator==(const KvmVcpuWakeup& a, const KvmVcpuWakeup& b) {
 inline bool operator==(const KvmHaltPollNs& a, const KvmHaltPollNs& b) {
   return std::tie(a.vcpu, a.new_ns, a.grow, a.old_ns) ==
          std::tie(b.vcpu, b.new_ns, b.grow, b.old_ns);
+}
+inline bool operator==(const KvmApicIpi& a, const KvmApicIpi& b) {
+  return a.icr_low == b.icr_low && a.dest_id == b.dest_id;
 }
 inline bool operator==(const KvmApicAcceptIrq& a, const KvmApicAcceptIrq& b) {
   return std::tie(a.apicid, a.vec, a.delivery_mode, a.level, a.coalesced) ==

@@ -33,6 +33,7 @@ TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vecto
       tasks_(std::move(tasks)),
       apicid_(std::move(vcpu_apicid)),
       pcpu_(tasks_.size(), 0),
+      running_(static_cast<std::size_t>(cpus), TraceTask{"<idle>", 0}),
       last_rip_(tasks_.size(), 0),
       path_(path),
       writer_(out_) {
@@ -103,50 +104,70 @@ void TraceObserver::on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) {
   writer_.kvm_apic_accept_irq(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
 }
 
+// __apic_accept_irq() of an IPI runs on the sender's thread and pCPU; the
+// apicid is the target's.
+void TraceObserver::on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) {
+  KvmApicAcceptIrq e;
+  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(target)]);
+  e.vec = vector;
+  writer_.kvm_apic_accept_irq(ns(t), tasks_[static_cast<std::size_t>(sender)], cpu_of(sender), e);
+}
+
+// kvm_apic_ipi, from the sender's kvm_apic_send_ipi().
+void TraceObserver::on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) {
+  writer_.kvm_apic_ipi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
+                       KvmApicIpi{icr_low, dest_id});
+}
+
 }  // namespace kvmsim::trace
 
 namespace kvmsim::trace {
 
-void TraceObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {
-  const auto& task = tasks_[static_cast<std::size_t>(vcpu)];
+// The sched_switch around a blocked vCPU comes from on_sched_switch().
+void TraceObserver::on_vcpu_block(int vcpu, int pcpu, Tsc /*t*/) {
   pcpu_[static_cast<std::size_t>(vcpu)] = pcpu;
-  SchedSwitch e;
-  e.prev_comm = task.comm;
-  e.prev_pid = task.pid;
-  e.prev_prio = 120;
-  e.prev_state = "S";
-  e.next_comm = "swapper/" + std::to_string(pcpu);
-  e.next_pid = 0;
-  e.next_prio = 120;
-  writer_.sched_switch(ns(t), task, pcpu, e);
 }
 
 void TraceObserver::on_vcpu_wakeup(int vcpu, bool waited, std::int64_t block_ns, Tsc t) {
   const auto& task = tasks_[static_cast<std::size_t>(vcpu)];
-  const int cpu = cpu_of(vcpu);
-  const TraceTask idle{"<idle>", 0};
-  // Seen from the host: the wake-up happened in the hrtimer interrupt on the
-  // idle CPU; the thread then runs and kvm_vcpu_block() returns.
-  SchedWakeup w;
-  w.comm = task.comm;
-  w.pid = task.pid;
-  w.prio = 120;
-  w.target_cpu = cpu;
-  writer_.sched_wakeup(ns(t), idle, cpu, w);
-  SchedSwitch sw;
-  sw.prev_comm = "swapper/" + std::to_string(cpu);
-  sw.prev_pid = 0;
-  sw.prev_prio = 120;
-  sw.prev_state = "R";
-  sw.next_comm = task.comm;
-  sw.next_pid = task.pid;
-  sw.next_prio = 120;
-  writer_.sched_switch(ns(t), idle, cpu, sw);
   KvmVcpuWakeup e;
   e.waited = waited;
   e.ns = block_ns;
   e.valid = true;
-  writer_.kvm_vcpu_wakeup(ns(t), task, cpu, e);
+  writer_.kvm_vcpu_wakeup(ns(t), task, cpu_of(vcpu), e);
+}
+
+void TraceObserver::on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid,
+                                    int prev_prio, bool prev_runnable, const std::string& next_comm,
+                                    int next_pid, int next_prio, Tsc t) {
+  SchedSwitch e;
+  e.prev_comm = prev_comm;
+  e.prev_pid = prev_pid;
+  e.prev_prio = prev_prio;
+  e.prev_state = prev_runnable ? "R" : "S";
+  e.next_comm = next_comm;
+  e.next_pid = next_pid;
+  e.next_prio = next_prio;
+  auto& cur = running_[static_cast<std::size_t>(pcpu)];
+  writer_.sched_switch(ns(t), cur, pcpu, e);
+  cur = next_pid ? TraceTask{next_comm, next_pid} : TraceTask{"<idle>", 0};
+}
+
+void TraceObserver::on_sched_wakeup(int waker_pcpu, const std::string& comm, int pid, int prio,
+                                    int target, Tsc t) {
+  SchedWakeup w;
+  w.comm = comm;
+  w.pid = pid;
+  w.prio = prio;
+  w.target_cpu = target;
+  const int cpu = waker_pcpu >= 0 ? waker_pcpu : target;
+  writer_.sched_wakeup(ns(t), running_[static_cast<std::size_t>(cpu)], cpu, w);
+}
+
+void TraceObserver::on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to,
+                                     Tsc t) {
+  writer_.sched_migrate_task(ns(t), running_[static_cast<std::size_t>(to)], to, comm, pid, prio,
+                             from, to);
 }
 
 }  // namespace kvmsim::trace

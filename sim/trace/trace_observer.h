@@ -7,9 +7,10 @@
 // What the simulated host prints, per vCPU thread ("CPU n/KVM", pid 1000+n):
 //   kvm_exit, kvm_entry, kvm_msr (TSC-deadline / EOI writes),
 //   kvm_hv_timer_state, kvm_wait_lapic_expire, kvm_apic_accept_irq (the
-//   LAPIC timer vector accepted into the IRR), kvm_vcpu_wakeup; and around a
-//   blocked vCPU the scheduler's view: sched_switch to the idle task
-//   (swapper/N), sched_wakeup from the hrtimer interrupt, sched_switch back.
+//   LAPIC timer vector accepted into the IRR), kvm_vcpu_wakeup; and, for
+//   every host thread (vCPU threads, host tasks, the idle task swapper/N),
+//   the scheduler's sched_switch, sched_wakeup (at try_to_wake_up(), from
+//   the waker's pCPU) and sched_migrate_task.
 // Guest RIPs are not modelled: kvm_exit/kvm_entry carry a fixed RIP per exit
 // kind (a WRMSR in lapic_next_deadline, the idle/spin loop for timer exits)
 // so that tools keyed on RIP see stable values.
@@ -39,8 +40,17 @@ class TraceObserver : public ModelObserver {
   void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
   void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
   void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
+  void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) override;
+  void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) override;
   void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
+  void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,
+                       bool prev_runnable, const std::string& next_comm, int next_pid,
+                       int next_prio, Tsc t) override;
+  void on_sched_wakeup(int waker_pcpu, const std::string& comm, int pid, int prio, int target,
+                       Tsc t) override;
+  void on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to,
+                        Tsc t) override;
 
   [[nodiscard]] std::uint64_t lines() const { return writer_.lines_written(); }
   [[nodiscard]] bool ok() const { return static_cast<bool>(out_); }
@@ -58,7 +68,8 @@ class TraceObserver : public ModelObserver {
   TscClock clock_;
   std::vector<TraceTask> tasks_;
   std::vector<int> apicid_;
-  std::vector<int> pcpu_;  // last pCPU seen per vCPU
+  std::vector<int> pcpu_;           // last pCPU seen per vCPU
+  std::vector<TraceTask> running_;  // per pCPU: the task the line prefix names
   std::vector<std::uint64_t> last_rip_;
   std::string path_;
   bool failed_ = false;

@@ -224,6 +224,44 @@ bool parse_apic_accept_irq(string_view p, KvmApicAcceptIrq& e, std::string& err)
   return true;
 }
 
+// "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from
+// the decoded fields (vector, delivery mode, dest mode, level, trigger,
+// shorthand), which is all the kernel prints of it.
+bool parse_apic_ipi(string_view p, KvmApicIpi& e, std::string& err) {
+  const auto t = split_ws(p);
+  const char* const msg =
+      "kvm_apic_ipi: expected 'dst X vec N (mode|physical|assert|edge|shorthand)'";
+  unsigned vec = 0;
+  if (t.size() < 5 || t[0] != "dst" || t[2] != "vec" || !to_uint(t[1], 16, e.dest_id) ||
+      !to_uint(t[3], 10, vec) || vec > 255)
+    return fail(err, msg);
+  string_view m = t[4];
+  if (m.size() < 3 || m.front() != '(' || m.back() != ')') return fail(err, msg);
+  m = m.substr(1, m.size() - 2);
+  std::array<string_view, 5> f{};
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::size_t bar = m.find('|');
+    if ((bar == string_view::npos) != (i + 1 == f.size())) return fail(err, msg);
+    f[i] = m.substr(0, bar);
+    if (bar != string_view::npos) m.remove_prefix(bar + 1);
+  }
+  static constexpr std::array<string_view, 8> kMode = {"Fixed", "LowPrio", "SMI",  "Res3",
+                                                       "NMI",   "INIT",    "SIPI", "ExtINT"};
+  static constexpr std::array<string_view, 4> kShort = {"dst", "self", "all", "all-but-self"};
+  std::uint32_t mode = 8, shorthand = 4;
+  for (std::uint32_t i = 0; i < kMode.size(); ++i)
+    if (f[0] == kMode[i]) mode = i;
+  for (std::uint32_t i = 0; i < kShort.size(); ++i)
+    if (f[4] == kShort[i]) shorthand = i;
+  if (mode == 8 || shorthand == 4 || (f[1] != "logical" && f[1] != "physical") ||
+      (f[2] != "assert" && f[2] != "de-assert") || (f[3] != "level" && f[3] != "edge"))
+    return fail(err, msg);
+  e.icr_low = vec | mode << 8 | (f[1] == "logical" ? 1U << 11 : 0) |
+              (f[2] == "assert" ? 1U << 14 : 0) | (f[3] == "level" ? 1U << 15 : 0) |
+              shorthand << 18;
+  return true;
+}
+
 bool parse_pv_tlb_flush(string_view p, KvmPvTlbFlush& e, std::string& err) {
   const auto t = split_ws(p);
   if (t.size() < 4 || t[0] != "vcpu" || t[2] != "need_flush_tlb" || !to_uint(t[1], 10, e.vcpu) ||
@@ -330,17 +368,11 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 11> kKnown = {"kvm_exit",
-                                                "kvm_entry",
-                                                "kvm_msr",
-                                                "kvm_hv_timer_state",
-                                                "kvm_wait_lapic_expire",
-                                                "kvm_vcpu_wakeup",
-                                                "kvm_halt_poll_ns",
-                                                "kvm_apic_accept_irq",
-                                                "kvm_pv_tlb_flush",
-                                                "sched_switch",
-                                                "sched_wakeup"};
+constexpr std::array<string_view, 12> kKnown = {
+    "kvm_apic_ipi",     "kvm_exit",           "kvm_entry",
+    "kvm_msr",          "kvm_hv_timer_state", "kvm_wait_lapic_expire",
+    "kvm_vcpu_wakeup",  "kvm_halt_poll_ns",   "kvm_apic_accept_irq",
+    "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -510,6 +542,7 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
   if (event == "kvm_halt_poll_ns") return parse_as<KvmHaltPollNs>(p, err, parse_halt_poll_ns);
   if (event == "kvm_apic_accept_irq")
     return parse_as<KvmApicAcceptIrq>(p, err, parse_apic_accept_irq);
+  if (event == "kvm_apic_ipi") return parse_as<KvmApicIpi>(p, err, parse_apic_ipi);
   if (event == "kvm_pv_tlb_flush") return parse_as<KvmPvTlbFlush>(p, err, parse_pv_tlb_flush);
   if (event == "sched_switch") return parse_as<SchedSwitch>(p, err, parse_sched_switch);
   if (event == "sched_wakeup") return parse_as<SchedWakeup>(p, err, parse_sched_wakeup);

@@ -497,6 +497,8 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(17000, {"swapper/3", 0}, 3, SchedSwitch{"swapper/3", 0, 120, "R+", "CPU 0/KVM", 1234, 120});
   add(18000, {"<idle>", 0}, 3, SchedWakeup{"CPU 0/KVM", 1234, 120, 3, std::nullopt});
   add(19000, {"<idle>", 0}, 3, SchedWakeup{"kworker/10:0", 2763, 120, 10, 1});
+  add(20000, {"CPU 0/KVM", 1000}, 2, KvmApicIpi{0x4020, 1});
+  add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});  // logical, level, all-but-self
   add(123456789012345678LL, {"a-b c", 99999}, 127, KvmPvTlbFlush{0, false});
   std::ostringstream out;
   TraceWriter w(out);
@@ -544,6 +546,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
             w2.kvm_pv_tlb_flush(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, SchedSwitch>) w2.sched_switch(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, SchedWakeup>) w2.sched_wakeup(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmApicIpi>) w2.kvm_apic_ipi(c.ts_ns, c.task, c.cpu, e);
         },
         c.data);
   }
@@ -551,6 +554,11 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
 }
 
 TEST_CASE("writer payloads print the kernel formats", "[trace]") {
+  // arch/x86/kvm/trace.h kvm_apic_ipi: "dst %x vec %u (%s|%s|%s|%s|%s)".
+  CHECK(format_payload(KvmApicIpi{0x4020, 1}) == "dst 1 vec 32 (Fixed|physical|assert|edge|dst)");
+  CHECK(format_payload(KvmApicIpi{0xcc8fd, 0xff}) ==
+        "dst ff vec 253 (Fixed|logical|assert|level|all-but-self)");
+  CHECK(format_payload(KvmApicIpi{0x4500, 3}) == "dst 3 vec 0 (INIT|physical|assert|edge|dst)");
   CHECK(format_payload(KvmWaitLapicExpire{0, -312}) == "vcpu 0: delta -312 (early)");
   CHECK(format_payload(KvmWaitLapicExpire{2, 40}) == "vcpu 2: delta 40 (late)");
   CHECK(format_payload(KvmHvTimerState{26, 1}) == "vcpu_id 1a hv_timer 1");  // hex

@@ -28,6 +28,9 @@ std::string event_text(const ExplainItem& it) {
             "arms the LAPIC timer",
             static_cast<std::uint64_t>(it.value));
       if (it.msr == MSR_X2APIC_EOI) return "wrmsr x2APIC EOI (trapped without APICv)";
+      if (it.msr == MSR_X2APIC_ICR)
+        return fmt::format("wrmsr x2APIC ICR = {:#x}: kvm_x2apic_icr_write() sends an IPI",
+                           static_cast<std::uint64_t>(it.value));
       return fmt::format("wrmsr {:#x} = {:#x}", it.msr, static_cast<std::uint64_t>(it.value));
     case ExplainItem::Kind::WaitLapicExpire:
       return fmt::format("kvm_wait_lapic_expire: guest TSC - deadline = {} cycles ({})", it.value,

@@ -36,6 +36,7 @@ void append_json_string(std::string& out, std::string_view s) {
 std::string_view msr_event_name(std::uint32_t msr) {
   if (msr == MSR_IA32_TSC_DEADLINE) return "wrmsr IA32_TSC_DEADLINE";
   if (msr == MSR_X2APIC_EOI) return "wrmsr x2APIC EOI";
+  if (msr == MSR_X2APIC_ICR) return "wrmsr x2APIC ICR";
   return "wrmsr";
 }
 

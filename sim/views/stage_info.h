@@ -37,6 +37,10 @@ inline std::string_view stage_explanation(Stage s) {
       return "host hard IRQ: hrtimer_interrupt() -> apic_timer_fn() or a device, irq_exit()";
     case Stage::HostIdle:
       return "pCPU idle loop (a blocked vCPU thread sleeps here)";
+    case Stage::HostContextSwitch:
+      return "host __schedule(): context switch to another host thread";
+    case Stage::HostTask:
+      return "a host task's own work (CPU hog, kworker)";
     case Stage::Guest:
       return "guest code (kvm-unit-tests main loop or handler body)";
     case Stage::GuestIdle:

@@ -19,7 +19,16 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
-             "pCPU of each vCPU (VM-major order); empty = the isolated pCPUs in order."});
+             "pCPU each vCPU thread is pinned to (VM-major order; a pCPU may repeat: the vCPUs "
+             "then share it under the host scheduler); empty = vm.affinity, else the isolated "
+             "pCPUs in order."});
+  r.declare({"vm.affinity", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+             "pCPUs every vCPU thread may run on (taskset of the whole VM, unpinned threads "
+             "placed by the host scheduler); empty = use vm.pinning."});
+  r.declare({"kvm.steal_time_preempted_on_block", ParamType::Bool, "true", "bool", {}, {}, {},
+             "Kernel-version switch (not a module parameter): kvm_arch_vcpu_put() marks "
+             "KVM_VCPU_PREEMPTED on every put, a halted vCPU included (v4.16..v5.18); false = "
+             "only when preempted while runnable (v5.19+)."});
   r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
              "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
   r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},
@@ -54,6 +63,15 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.vcpu_wakeup", ParamType::Dist, "2us", "time", {}, {}, {},
              "From the kick in apic_timer_fn to the vCPU thread running again: idle exit, "
              "try_to_wake_up(), schedule() in, return from kvm_vcpu_block()."});
+  r.declare({"cost.vcpu_block_abort", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "kvm_vcpu_block() woken from another pCPU before it left its run queue "
+             "(ttwu_runnable): the schedule() under way returns to the vCPU task without a "
+             "context switch; replaces the rest of cost.vcpu_block."});
+  r.declare({"cost.vcpu_enter_guest_exit_share", ParamType::Double, "0.5", "fraction", 0, 1, {},
+             "Share of cost.vcpu_enter_guest spent on the exit side (handle_exit_irqoff, IRQ "
+             "enable/disable, guest_exit_irqoff, srcu_read_lock) before vmx_handle_exit(). The "
+             "model splits the stage only for an exit whose handler's effect leaves mid-way "
+             "(the ICR write's IPI); elsewhere the whole stage follows the handler."});
   r.declare({"cost.fastpath_wrmsr", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_fastpath_set_msr_irqoff(): decode and skip the WRMSR before the LAPIC work."});
 }

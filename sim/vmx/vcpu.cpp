@@ -1,15 +1,16 @@
 #include "sim/vmx/vcpu.h"
 
 #include "sim/core/invariants.h"
+#include "sim/sched/host.h"
 
 namespace kvmsim {
 
-Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx,
+Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, VcpuCosts costs, VmxConfig vmx,
            LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
-    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id),
+    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, 0, std::move(allowed)),
       vcpu_id_(vcpu_id),
       vm_id_(vm_id),
-      pcpu_(pcpu),
+      pcpu_(&pcpu),
       costs_(std::move(costs)),
       vmx_(vmx),
       tsc_(tsc),
@@ -17,7 +18,39 @@ Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx,
 
 void Vcpu::start() {
   state_ = State::EnterGuest;
-  pcpu_.set_thread(this);
+  pcpu_->host().start_thread(this, pcpu_->id(), now_tsc());
+}
+
+// kvm_sched_out(): preempted while still runnable -> vcpu->preempted; then
+// kvm_arch_vcpu_put() -> kvm_steal_time_set_preempted().
+void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
+  if (preempted) {
+    preempted_ = true;
+    ++stats_.preemptions;
+  }
+  if (preempted || vmx_.preempted_on_block) st_preempted_ |= KVM_VCPU_PREEMPTED;
+}
+
+// kvm_sched_in() -> kvm_arch_vcpu_load(): on another pCPU the LAPIC hrtimer
+// follows (__kvm_migrate_apic_timer); the steal time is updated before the
+// next entry (KVM_REQ_STEAL_UPDATE).
+void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
+  preempted_ = false;
+  if (&cpu != pcpu_) {
+    pcpu_ = &cpu;
+    lapic_.migrate_timer(cpu);
+  }
+  steal_update_ = true;
+}
+
+// record_steal_time(): the run delay since the last report goes into the
+// guest's steal-time area, and `preempted` is cleared (xchg) for the guest.
+void Vcpu::record_steal_time(Tsc now) {
+  steal_update_ = false;
+  const Tsc delay = se().run_delay_at(now);
+  stats_.steal_cycles += delay - steal_recorded_;
+  steal_recorded_ = delay;
+  st_preempted_ = 0;
 }
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
@@ -40,13 +73,111 @@ bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired
 // apic_timer_fn runs here in root mode. A running vCPU sees the pending
 // request before its next entry (no IPI needed); a blocked one is woken
 // (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt returns.
-void Vcpu::kick(Tsc /*now*/) {
-  if (state_ == State::Blocked) pcpu_.wake_current();
+void Vcpu::kick(Tsc now, int from_cpu) {
+  if (state_ == State::Blocked) {
+    // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
+    ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
+  } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
+             pcpu_->current() == this) {
+    ++stats_.kicks;
+    // smp_send_reschedule(): forces a VM exit.
+    pcpu_->host().pcpu(from_cpu).send_ipi(*pcpu_, HostIpi::Reschedule, now);
+  }
 }
 
 // kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
-// pending or already in the (v)IRR.
-bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.timer_irr(); }
+// pending, or a vector is deliverable from the (v)IRR or waits in the PIR.
+bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.has_interrupt(); }
+
+// --- IPIs from other vCPUs ----------------------------------------------------
+
+bool Vcpu::in_guest_mode_for_ipi() const {
+  switch (state_) {
+    case State::WaitEarly:
+    case State::VmxVcpuRun:
+    case State::WaitLate:
+    case State::VmEntry:
+    case State::InGuest:
+    case State::VmExit:
+    case State::Fastpath:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kvm_vcpu_kick() on another vCPU's thread: kvm_vcpu_wake_up() wakes a
+// vCPU waiting in kvm_vcpu_block() (a task already off its CPU needs the
+// reschedule IPI to leave the idle loop); otherwise, if the target is in
+// guest mode, kvm_arch_vcpu_should_kick() flips it to EXITING_GUEST_MODE
+// and smp_send_reschedule() forces the exit. A second kick before the
+// first landed does nothing (the task is already running / exiting).
+Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
+  if (state_ == State::Blocked) {
+    if (se().on_rq) return 0;  // already woken: the wake-up is on its way
+    lapic_.count_kick();
+    const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
+    // try_to_wake_up() at the end of the sender's kick; a remote target pCPU
+    // is reached with the reschedule IPI leaving then.
+    pcpu_->host().wake_up(this, sender.pcpu().id(), now_tsc(), at + c);
+    return c;
+  }
+  if (state_ == State::Block) {
+    // rcuwait_wake_up() of a task that has not left its run queue yet
+    // (ttwu_runnable): the schedule() under way returns to it at once and
+    // kvm_vcpu_check_block() sees the vector.
+    lapic_.count_kick();
+    if (!block_kicked_) {
+      block_kicked_ = true;
+      pcpu_->shorten_segment(at);
+    }
+    return 0;
+  }
+  if (in_guest_mode_for_ipi() && !exiting_) {
+    exiting_ = true;
+    lapic_.count_kick();
+    const Tsc c = lapic_.costs().kick_ipi(sender.rng());
+    sender.pcpu().send_ipi(*pcpu_, HostIpi::Reschedule, at + c);
+    return c;
+  }
+  return 0;
+}
+
+// The CPU's posted-interrupt processing in non-root mode: PIR -> vIRR and,
+// if the guest can take it, virtual-interrupt delivery; the guest step the
+// notification cut short continues after the handler.
+void Vcpu::posted_interrupt(Pcpu& cpu, Tsc now) {
+  const Tsc end = cpu.segment_end();
+  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  lapic_.sync_pir_to_irr(true);
+  deliver_pending_interrupt(now);
+  guest_step(now);
+}
+
+// Virtual-interrupt delivery (or the injection done at entry): the highest
+// deliverable vector is taken if the guest is interruptible.
+void Vcpu::deliver_pending_interrupt(Tsc now) {
+  if (!guest_->interruptible()) return;
+  const int v = lapic_.ack_interrupt();
+  if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
+}
+
+// The ICR write's kvm_apic_send_ipi() at the end of the decode stage; the
+// rest (accept on the target, notify or kick) is the next stage of the
+// same kind.
+void Vcpu::send_icr_ipi(Tsc now) {
+  icr_send_pending_ = false;
+  const Tsc cost = lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
+                                   static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
+  // handle_fastpath_set_msr_irqoff).
+  ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  if (state_ == State::Fastpath) {
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
+  } else {
+    pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
+  }
+}
 
 void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
@@ -76,7 +207,7 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       break;
     case State::HostIrq: {
       state_ = State::HandleExit;
-      pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+      pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
       break;
     }
     case State::HandleExit:
@@ -94,14 +225,25 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       end_block(now, costs_.vcpu_wakeup(rng()));
       break;
     case State::Wakeup:
+    case State::Preempted:
       begin_vcpu_enter_guest(now);
       break;
   }
 }
 
 void Vcpu::after_handle_exit(Tsc now) {
+  if (icr_send_pending_) {
+    send_icr_ipi(now);
+    return;
+  }
   if (exit_reason_ == ExitReason::HLT) {  // kvm_emulate_halt(): the vCPU is halted
     vcpu_block(now);
+    return;
+  }
+  // The vcpu_run() loop: need_resched -> schedule() (cond_resched(), or
+  // xfer_to_guest_mode_handle_work() since v5.11) before the next entry.
+  if (pcpu_->preempt_point(now)) {
+    state_ = State::Preempted;
     return;
   }
   begin_vcpu_enter_guest(now);
@@ -113,24 +255,35 @@ void Vcpu::after_handle_exit(Tsc now) {
 // not modelled (kvm.halt_poll_ns = 0): the thread schedules out.
 void Vcpu::vcpu_block(Tsc now) {
   hv_timer_before_block_ = lapic_.hv_timer_in_use();
+  // kvm_vcpu_check_block() before any waiting: a vector another vCPU sent
+  // during the HLT exit is already in the IRR/PIR. (A timer that fired then
+  // is still found only at the end of the block stage, as before.)
+  if (lapic_.has_interrupt()) {
+    end_block(now, 0);
+    return;
+  }
   Tsc cost = costs_.vcpu_block(rng());
   if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
   state_ = State::Block;
-  pcpu_.run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
+  pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
 }
 
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
   if (vcpu_runnable()) {
-    end_block(now, 0);
+    const bool kicked = block_kicked_;
+    block_kicked_ = false;
+    end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }
+  block_kicked_ = false;
   ++stats_.blocks;
-  ctx().obs.vcpu_block(vcpu_id_, pcpu_.id(), now);
+  ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
   block_start_ = now;
+  woken_ = false;
   state_ = State::Blocked;
-  pcpu_.run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+  pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
 }
 
 // Back from kvm_vcpu_halt() (woken after `sched_cost` of getting the thread
@@ -139,16 +292,27 @@ void Vcpu::after_block(Tsc now) {
 void Vcpu::end_block(Tsc now, Tsc sched_cost) {
   state_ = State::Wakeup;
   if (hv_timer_before_block_) sched_cost += lapic_.switch_to_hv_timer(now);
-  pcpu_.run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
+  pcpu_->run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
 }
 
 // vcpu_enter_guest(): process requests (a pending timer is injected here),
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
-  Tsc cost = costs_.vcpu_enter_guest(rng());
+  if (steal_update_) record_steal_time(now);
+  Tsc cost = 0;
+  if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
+    cost = enter_guest_entry_side_;
+    enter_guest_entry_side_ = kTscNever;
+  } else {
+    cost = costs_.vcpu_enter_guest(rng());
+  }
   cost += lapic_.inject_pending_timer_irqs(now);
-  pcpu_.run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
+  if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
+    event_request_ = false;
+    cost += lapic_.inject_event();
+  }
+  pcpu_->run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
 }
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
@@ -164,7 +328,7 @@ bool Vcpu::wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now) 
   const Tsc spin = lapic_.wait_lapic_expire(now);
   if (!spin) return false;
   state_ = after;
-  pcpu_.run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+  pcpu_->run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
   return true;
 }
 
@@ -173,7 +337,7 @@ bool Vcpu::wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now) 
 void Vcpu::begin_vmx_vcpu_run(Tsc now) {
   if (const Tsc c = costs_.vmx_vcpu_run(rng())) {
     state_ = State::VmxVcpuRun;
-    pcpu_.run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
+    pcpu_->run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
     return;
   }
   after_vmx_vcpu_run(now);
@@ -199,7 +363,7 @@ void Vcpu::after_vmx_vcpu_run(Tsc now) {
 
 void Vcpu::begin_vmentry(Tsc /*now*/) {
   state_ = State::VmEntry;
-  pcpu_.run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
+  pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
 }
 
 // vmx_exit_handlers_fastpath(), called at the end of vmx_vcpu_run() with
@@ -217,6 +381,20 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
     // skip the instruction.
     ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
     cost = costs_.fastpath_wrmsr(rng()) + lapic_.set_tscdeadline_msr(exit_step_.value, now);
+  } else if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_X2APIC_ICR &&
+             KvmLapic::icr_fastpath_ok(exit_step_.value)) {
+    // handle_fastpath_set_x2apic_icr_irqoff() (Wanpeng Li, v5.6): the IPI
+    // is sent before interrupts are enabled and before vmx_handle_exit();
+    // EXIT_FASTPATH_EXIT_HANDLED (REENTER_GUEST only since 2024): the slow
+    // path's vcpu_enter_guest() still runs.
+    fastpath_ = ExitFastpath::ExitHandled;
+    ++stats_.fastpath_exit_handled;
+    icr_send_pending_ = true;
+    state_ = State::Fastpath;
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
+                   costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
+                       lapic_.costs().x2apic_icr_write(rng()));
+    return true;
   } else if (exit_reason_ == ExitReason::PREEMPTION_TIMER) {
     // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
     // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
@@ -229,15 +407,21 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
   // a pending request (the timer interrupt waiting for
   // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
   // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
-  fastpath_ = lapic_.pending() ? ExitFastpath::ExitHandled : ExitFastpath::ReenterGuest;
+  fastpath_ = lapic_.pending() || event_request_ || pcpu_->need_resched()
+                  ? ExitFastpath::ExitHandled
+                  : ExitFastpath::ReenterGuest;
   ++(fastpath_ == ExitFastpath::ReenterGuest ? stats_.fastpath_reenter
                                              : stats_.fastpath_exit_handled);
   state_ = State::Fastpath;
-  pcpu_.run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
+  pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
   return true;
 }
 
 void Vcpu::after_fastpath(Tsc now) {
+  if (icr_send_pending_) {
+    send_icr_ipi(now);
+    return;
+  }
   if (fastpath_ == ExitFastpath::ReenterGuest) {
     begin_vmx_vcpu_run(now);
     return;
@@ -247,10 +431,11 @@ void Vcpu::after_fastpath(Tsc now) {
 
 void Vcpu::enter_guest_mode(Tsc now) {
   state_ = State::InGuest;
+  exiting_ = false;
   ++stats_.entries;
-  ctx().obs.vmentry(vcpu_id_, pcpu_.id(), now);
+  ctx().obs.vmentry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
-  if (pcpu_.irq_pending()) {
+  if (pcpu_->irq_pending()) {
     vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
     return;
   }
@@ -261,13 +446,14 @@ void Vcpu::enter_guest_mode(Tsc now) {
       vmexit(ExitReason::PREEMPTION_TIMER, now);
       return;
     }
-    pcpu_.arm_vmx_preemption_timer(fire);
+    pcpu_->arm_vmx_preemption_timer(fire);
   }
+  // Vectors posted meanwhile: vcpu_enter_guest()'s sync_pir_to_irr() after
+  // IN_GUEST_MODE, or a notification pending with interrupts off, which the
+  // CPU processes as posted once in non-root mode (no exit).
+  lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
-  if (lapic_.timer_irr() && guest_->interruptible()) {
-    lapic_.ack_timer_irr();
-    guest_->deliver_interrupt(LOCAL_TIMER_VECTOR, now);
-  }
+  deliver_pending_interrupt(now);
   guest_step(now);
 }
 
@@ -275,10 +461,10 @@ void Vcpu::guest_step(Tsc now) {
   const GuestStep s = guest_->step(now);
   switch (s.kind) {
     case GuestStep::Kind::Run:
-      pcpu_.run_for(s.stage, SegKind::Guest, s.cycles);
+      pcpu_->run_for(s.stage, SegKind::Guest, s.cycles);
       break;
     case GuestStep::Kind::Idle:
-      pcpu_.run_until(s.stage, SegKind::Guest, kTscNever);
+      pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
       break;
     case GuestStep::Kind::Exit:
       exit_step_ = s;
@@ -300,26 +486,26 @@ void Vcpu::preemption_timer_expired(Pcpu& cpu, Tsc now) {
 }
 
 void Vcpu::vmexit(ExitReason reason, Tsc now) {
-  pcpu_.disarm_vmx_preemption_timer();
+  pcpu_->disarm_vmx_preemption_timer();
   state_ = State::VmExit;
   exit_reason_ = reason;
   ++stats_.exits;
-  ctx().obs.vmexit(vcpu_id_, pcpu_.id(), reason, now);
-  pcpu_.run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
+  ctx().obs.vmexit(vcpu_id_, pcpu_->id(), reason, now);
+  pcpu_->run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
 }
 
 // After the exit half: handle_exit_irqoff() runs the host handler of an
 // external interrupt (vmx_handle_external_intr), then local_irq_enable()
 // lets any other pending interrupt in; then the exit handler proper.
 void Vcpu::handle_exit(Tsc now) {
-  const Tsc irq = pcpu_.take_pending_irqs(now);
+  const Tsc irq = pcpu_->take_pending_irqs(now);
   if (irq) {
     state_ = State::HostIrq;
-    pcpu_.run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
+    pcpu_->run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
     return;
   }
   state_ = State::HandleExit;
-  pcpu_.run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+  pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
 }
 
 // vmx_handle_exit() -> kvm_vmx_exit_handlers[reason]; effects apply now, the
@@ -331,11 +517,26 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
   switch (exit_reason_) {
     case ExitReason::MSR_WRITE:
       cost += costs_.handle_wrmsr(rng());
-      ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);  // trace_kvm_msr_write
+      // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
+      if (exit_step_.msr != MSR_X2APIC_ICR)
+        ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
       if (exit_step_.msr == MSR_IA32_TSC_DEADLINE) {
         cost += lapic_.set_tscdeadline_msr(exit_step_.value, now);
       } else if (exit_step_.msr == MSR_X2APIC_EOI) {
         cost += lapic_.eoi();  // x2APIC EOI trapped without APICv
+      } else if (exit_step_.msr == MSR_X2APIC_ICR) {
+        // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2), (ICR) ->
+        // kvm_apic_send_ipi(): the IPI goes out at the end of this stage
+        // (send_icr_ipi). What lies between the exit and the send includes
+        // vcpu_enter_guest()'s exit side, which the model otherwise counts
+        // after the handler: drawn now, its entry side is kept for later.
+        const Tsc veg = costs_.vcpu_enter_guest(rng());
+        const auto exit_side =
+            static_cast<Tsc>(static_cast<double>(veg) * costs_.vcpu_enter_guest_exit_share);
+        enter_guest_entry_side_ = veg - exit_side;
+        cost += exit_side + lapic_.costs().x2apic_msr_write(rng()) +
+                lapic_.costs().x2apic_icr_write(rng());
+        icr_send_pending_ = true;
       }
       break;
     case ExitReason::PREEMPTION_TIMER:

@@ -26,6 +26,10 @@
 
 namespace kvmsim {
 
+// struct kvm_steal_time's `preempted` byte (arch/x86/include/uapi/asm/kvm_para.h).
+inline constexpr std::uint8_t KVM_VCPU_PREEMPTED = 1U << 0;
+inline constexpr std::uint8_t KVM_VCPU_FLUSH_TLB = 1U << 1;
+
 // One step of guest execution, as the guest kernel model hands it to KVM.
 struct GuestStep {
   enum class Kind : std::uint8_t { Run, Idle, Exit } kind = Kind::Run;
@@ -85,8 +89,10 @@ struct VcpuCosts {
   Sampler exit_fastpath;              // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
   Sampler fastpath_wrmsr;             // handle_fastpath_set_msr_irqoff() before the LAPIC work
   Sampler handle_halt;                // kvm_emulate_halt(): skip the instruction, mark halted
-  Sampler vcpu_block;   // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
-  Sampler vcpu_wakeup;  // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
+  double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
 // vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
@@ -95,6 +101,10 @@ enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
 struct VmxConfig {
   unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
   bool exit_fastpath = false;          // kernels >= v5.8 handle some exits with IRQs off
+  // kvm_arch_vcpu_put() marks the steal-time area KVM_VCPU_PREEMPTED on every
+  // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
+  // when the vCPU was preempted while runnable (vcpu->preempted).
+  bool preempted_on_block = true;
 };
 
 struct VcpuStats {
@@ -102,6 +112,10 @@ struct VcpuStats {
   std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
   std::uint64_t halts = 0, blocks = 0;  // HLT exits; of those, how many slept
   Tsc blocked_cycles = 0;
+  std::uint64_t preemptions = 0;  // scheduled out while runnable (vcpu->preempted)
+  std::uint64_t kicks = 0;        // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
+  std::uint64_t kicks_lost = 0;   // a kick of a blocked vCPU that did not wake it (a bug)
+  Tsc steal_cycles = 0;           // record_steal_time(): run delay reported to the guest
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
     entries += o.entries;
@@ -111,14 +125,19 @@ struct VcpuStats {
     halts += o.halts;
     blocks += o.blocks;
     blocked_cycles += o.blocked_cycles;
+    preemptions += o.preemptions;
+    kicks += o.kicks;
+    kicks_lost += o.kicks_lost;
+    steal_cycles += o.steal_cycles;
     return *this;
   }
 };
 
 class Vcpu : public HostThread {
  public:
-  Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, VcpuCosts costs, VmxConfig vmx, LapicConfig lapic_cfg,
-       LapicCosts lapic_costs, TscScaling tsc);
+  // `pcpu`: where the thread starts; `allowed`: its affinity (one pCPU when pinned).
+  Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, VcpuCosts costs, VmxConfig vmx,
+       LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc);
 
   void set_guest(GuestVcpu* g) { guest_ = g; }
   void start();  // the thread enters KVM_RUN
@@ -127,17 +146,41 @@ class Vcpu : public HostThread {
   void run(Pcpu& cpu, Tsc now) override;
   void guest_interrupted(Pcpu& cpu, Tsc now) override;
   void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
+  // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.
+  void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
+  void sched_in(Pcpu& cpu, Tsc now) override;
+  void posted_interrupt(Pcpu& cpu, Tsc now) override;
 
   // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
   bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
   void cancel_hv_timer() { hv_deadline_tsc_ = kHvDeadlineNone; }
-  // kvm_vcpu_kick(): force the vCPU out of guest mode / wake it.
-  void kick(Tsc now);
+  // kvm_vcpu_kick() from `from_cpu` (the pCPU the caller runs on): wake a
+  // blocked vCPU, or IPI its pCPU when it is in guest mode elsewhere.
+  void kick(Tsc now, int from_cpu);
+  void kick(Tsc now) { kick(now, pcpu_->id()); }
+
+  // --- IPIs from other vCPUs (issue 8) -------------------------------------
+  // kvm_vcpu_kick() from `sender`'s thread at `at`: wake a blocked vCPU
+  // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
+  // sender's cost.
+  Tsc kick_from(Vcpu& sender, Tsc at);
+  // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
+  // part until the exit is handled with interrupts on (incl. the fastpath).
+  [[nodiscard]] bool in_guest_mode_for_ipi() const;
+  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  // The guest wrote memory another vCPU's guest spins on.
+  void guest_store_seen() {
+    if (state_ == State::InGuest) pcpu_->end_guest_spin();
+  }
 
   [[nodiscard]] int id() const { return vcpu_id_; }
   [[nodiscard]] int vm_id() const { return vm_id_; }
-  Pcpu& pcpu() { return pcpu_; }
+  Pcpu& pcpu() { return *pcpu_; }  // where the thread runs or last ran
+  [[nodiscard]] const Pcpu& pcpu() const { return *pcpu_; }
+  // The steal-time area's `preempted` byte (KVM_VCPU_PREEMPTED, KVM_VCPU_FLUSH_TLB).
+  [[nodiscard]] std::uint8_t steal_time_preempted() const { return st_preempted_; }
   KvmLapic& lapic() { return lapic_; }
+  [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
   [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const { return tsc_.read_l1_tsc(host); }
@@ -152,8 +195,8 @@ class Vcpu : public HostThread {
     return guest_ != nullptr && guest_->interruptible();
   }
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
-  Rng& rng() { return pcpu_.rng(); }
-  SimContext& ctx() { return pcpu_.ctx(); }
+  Rng& rng() { return pcpu_->rng(); }
+  SimContext& ctx() { return pcpu_->ctx(); }
 
  private:
   enum class State : std::uint8_t {
@@ -167,9 +210,10 @@ class Vcpu : public HostThread {
     Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
     HandleExit,
-    Block,    // vcpu_block() before schedule()
-    Blocked,  // the thread sleeps; the pCPU idles
-    Wakeup    // back from kvm_vcpu_block()
+    Block,     // vcpu_block() before schedule()
+    Blocked,   // the thread sleeps; the pCPU idles
+    Wakeup,    // back from kvm_vcpu_block()
+    Preempted  // scheduled out at a preemption point of the vcpu_run loop
   };
 
   void begin_vcpu_enter_guest(Tsc now);
@@ -183,6 +227,8 @@ class Vcpu : public HostThread {
   void vcpu_block(Tsc now);
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
+  void send_icr_ipi(Tsc now);
+  void deliver_pending_interrupt(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);
@@ -191,8 +237,10 @@ class Vcpu : public HostThread {
   void handle_exit(Tsc now);
   Tsc run_exit_handler(Tsc now);
 
+  void record_steal_time(Tsc now);
+
   int vcpu_id_, vm_id_;
-  Pcpu& pcpu_;
+  Pcpu* pcpu_;
   VcpuCosts costs_;
   VmxConfig vmx_;
   TscScaling tsc_;
@@ -204,10 +252,21 @@ class Vcpu : public HostThread {
   GuestStep exit_step_;  // the exiting instruction, for its handler
   ExitFastpath fastpath_ = ExitFastpath::None;
   bool hv_timer_before_block_ = false;
+  bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
+  bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
+  bool woken_ = false;
+  bool block_kicked_ = false;               // a remote kick came during the Block stage
+  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
+                                            // remote wake-up of the blocked thread is on its way
+  bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way
   Tsc block_start_ = 0;
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
+  bool preempted_ = false;         // vcpu->preempted
+  bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
+  Tsc steal_recorded_ = 0;         // run delay already reported to the guest
   VcpuStats stats_;
 };
 

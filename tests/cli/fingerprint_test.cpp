@@ -25,17 +25,17 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
     const char* args;
     std::uint64_t fingerprint;
   } pinned[] = {
-      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 6218755618816775},
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 3360193736339583},
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
-       1171325919560243},
-      {"scenarios/tscdeadline_latency.yaml", 7866024062379838},
-      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 5901454150711280},
-      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 7011509933893913},
+       6111432612205678},
+      {"scenarios/tscdeadline_latency.yaml", 6295063559990634},
+      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 7345625827981462},
+      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
        "kvm.exit_fastpath=true",
-       2185529409307254},
-      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 3725811457837480},
+       4700155234575172},
+      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 3580801131794384},
   };
   int i = 0;
   for (const auto& p : pinned) {

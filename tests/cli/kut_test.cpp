@@ -31,8 +31,11 @@ TEST_CASE("T2: the advance on the preemption timer cuts tscdeadline_latency ~63%
   CHECK(rel_err(b, 4450) <= 0.15);
   CHECK(rel_err(a, 1660) <= 0.15);
   CHECK(std::fabs((1 - a / b) - (1 - 1660.0 / 4450.0)) <= 0.10);
-  // The adaptive advance has converged: the busy-wait sees errors around 0.
-  CHECK(std::fabs(after.at("lapic.wait_lapic_expire.avg_delta_cycles").get<double>()) < 100);
+  // The adaptive advance has converged: the busy-wait sees errors around 0
+  // (without it they would be the whole ~2700-cycle latency). Across seeds the
+  // mean error spreads with an sd of ~100 cycles (seeds 1-8: -139..+179), so
+  // the bound is 2.5 sd.
+  CHECK(std::fabs(after.at("lapic.wait_lapic_expire.avg_delta_cycles").get<double>()) < 250);
   CHECK(after.at("lapic.wait_lapic_expire.early").get<double>() > 0);
   // Without the advance on this path the timer is always late at the wait.
   CHECK(before.at("lapic.wait_lapic_expire.early").get<double>() == 0);

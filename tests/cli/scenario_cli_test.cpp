@@ -21,10 +21,11 @@ TEST_CASE("a wrongly typed --set value is an error naming the key", "[cli][error
 }
 
 TEST_CASE("an out-of-range --set value is an error stating the range", "[cli][errors]") {
-  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");
+  const auto r =
+      run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Catch::Contains("platform.preemption_timer_rate") &&
-                           Catch::Contains("[0, 31]"));
+  CHECK_THAT(r.output,
+             Catch::Contains("platform.preemption_timer_rate") && Catch::Contains("[0, 31]"));
 }
 
 TEST_CASE("an error inside a scenario file names file, line and key path", "[cli][errors]") {
@@ -53,10 +54,18 @@ TEST_CASE("a missing scenario file is an error, not a crash", "[cli][errors]") {
   CHECK_THAT(r.output, Catch::Contains("does-not-exist.yaml"));
 }
 
-TEST_CASE("pinning two vCPUs on one pCPU is refused (no host scheduler yet)", "[cli][errors]") {
-  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,2]");
+TEST_CASE("pinning a vCPU to a pCPU the host does not have is an error naming the key",
+          "[cli][errors]") {
+  const auto r = run_cli("run scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,99] -q");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Catch::Contains("vm.pinning"));
+  CHECK_THAT(r.output, Catch::Contains("vm.pinning") && Catch::Contains("pCPU 99"));
+}
+
+TEST_CASE("vm.pinning and vm.affinity together are refused", "[cli][errors]") {
+  const auto r = run_cli(
+      "run scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,3] --set vm.affinity=[2,3] -q");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("vm.affinity"));
 }
 
 TEST_CASE("kvmsim params lists every contract key with its unit", "[cli][params]") {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -39,5 +40,8 @@ Command add_validate_command(CLI::App& app);
 Command add_explain_command(CLI::App& app);
 // kvmsim run's --perfetto/--vcd options (cmd_views.cpp), stored in `opts`.
 void add_view_options(CLI::App& run, RunOptions& opts);
+
+// kvmsim sweep ... / kvmsim plot ...: run by the Python package (cmd_python.cpp).
+std::vector<Command> add_python_commands(CLI::App& app);
 
 }  // namespace kvmsim::cli

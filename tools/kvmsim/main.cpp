@@ -57,6 +57,7 @@ int sc_main(int argc, char* argv[]) {
   const auto compare = add_compare_command(app);
   const auto explain = add_explain_command(app);
   const auto validate = add_validate_command(app);
+  const auto python_commands = add_python_commands(app);  // sweep, plot (issue 11)
 
   try {
     app.parse(argc, argv);
@@ -72,6 +73,8 @@ int sc_main(int argc, char* argv[]) {
     if (compare.app->parsed()) return compare.run();
     if (validate.app->parsed()) return validate.run();
     if (trace_stats.app->parsed()) return trace_stats.run();
+    for (const auto& c : python_commands)  // sweep, plot (issue 11)
+      if (c.app->parsed()) return c.run();
     if (params->parsed()) {
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
                              : kvmsim::format_param_table(kvmsim::model_params()));

@@ -1,0 +1,239 @@
+"""One simulation run in a child process: the kvmsim CLI, results read back intact."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+
+import pandas as pd
+
+from . import _kvmsim
+from ._errors import RunTimeout, ScenarioError, SimulationCrash, SimulationError
+from ._histogram import load_histogram
+from ._params import overrides
+
+_ERROR_PREFIX = "kvmsim: error: "
+
+
+def find_binary(binary=None):
+    """The CLI: ``binary``, else $KVMSIM_BINARY, else the build this package came from,
+    else ``kvmsim`` on PATH. FileNotFoundError if none exists."""
+    candidates = [binary, os.environ.get("KVMSIM_BINARY"),
+                  os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                      os.path.abspath(__file__)))), "kvmsim"),  # build/python/kvmsim/ -> build/
+                  _kvmsim.BUILD_BINARY, shutil.which("kvmsim")]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    raise FileNotFoundError("kvmsim CLI not found: build it (make build) or set KVMSIM_BINARY")
+
+
+def _error_message(stderr):
+    lines = [l[len(_ERROR_PREFIX):] for l in stderr.splitlines() if l.startswith(_ERROR_PREFIX)]
+    if lines:
+        return "\n".join(lines)
+    tail = [l for l in stderr.strip().splitlines() if l.strip()]
+    return tail[-1] if tail else ""
+
+
+class ChildGroup:
+    """The live children of a sweep, so that Ctrl-C can kill them from the main thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._procs = set()
+        self.stopped = False
+
+    def add(self, proc):
+        with self._lock:
+            if self.stopped:
+                proc.kill()
+            self._procs.add(proc)
+
+    def discard(self, proc):
+        with self._lock:
+            self._procs.discard(proc)
+
+    def kill_all(self):
+        with self._lock:
+            self.stopped = True
+            for p in self._procs:
+                p.kill()
+
+
+def run_child(args, timeout=None, group=None):
+    """Runs ``args``; returns (stdout, stderr). Kills the child on timeout and on any
+    exception in the parent (Ctrl-C in a notebook included), so nothing is left behind."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace")
+    if group is not None:
+        group.add(proc)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise RunTimeout(f"kvmsim run exceeded its timeout of {timeout} s (killed)",
+                         err, proc.returncode) from None
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        if group is not None:
+            group.discard(proc)
+    rc = proc.returncode
+    if rc == 2:
+        raise ScenarioError(_error_message(err) or "kvmsim: bad input (exit code 2)")
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        raise SimulationCrash(f"kvmsim crashed ({name}): {_error_message(err)}".rstrip(": "),
+                              err, rc)
+    if rc != 0:
+        raise SimulationError(f"kvmsim failed (exit code {rc}): {_error_message(err)}", err, rc)
+    return out, err
+
+
+def parse_exit_table(text):
+    """{reason: (min_us, max_us)} from the `perf kvm stat`-style table `kvmsim run` prints
+    (the per-reason min/max that summary.json does not carry). {} if there is none."""
+    out = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.split()[:2] == ["VM-EXIT", "Samples"]:
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) != 7 or not f[4].endswith("us") or not f[5].endswith("us"):
+                    break
+                try:
+                    out[f[0]] = (float(f[4][:-2]), float(f[5][:-2]))
+                except ValueError:
+                    break
+            break
+    return out
+
+
+class RunResult:
+    """The outputs of one run.
+
+    metrics    dict "dotted.key" -> float (summary.json's "metrics")
+    params     dict key -> canonical text (every parameter, resolved)
+    histogram  numpy array of counts in 1-us buckets (None for non-latency workloads)
+    histogram_file  the full Histogram (overflows, printed min/avg/max), or None
+    exits      DataFrame like perf kvm stat: reason, samples, samples_pct, time_pct, min_us,
+               max_us (from the CLI's printed table, 0.01 us resolution), avg_us
+    breakdown  DataFrame: stage, avg_ns (mean time per wake-up in each stage, from the
+               timer deadline), stages in the model's order as `kvmsim run` prints them
+    stage_cycles  DataFrame: test, stage, cycles (vmexit tests: host cycles per iteration)
+    """
+
+    def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None):
+        self.scenario = scenario
+        self.set = dict(set or {})
+        self.seed = seed if seed is not None else int(summary["metrics"].get("sim.seed", -1))
+        self.metrics = {k: float(v) for k, v in summary["metrics"].items()}
+        self.params = dict(summary.get("params", {}))
+        self.histogram_file = histogram_file
+        self.histogram = None if histogram_file is None else histogram_file.counts
+        self._exit_min_max = dict(exit_min_max or {})
+
+    @property
+    def exits(self):
+        rows = []
+        for k, v in self.metrics.items():
+            parts = k.split(".")
+            if len(parts) == 3 and parts[0] == "exits" and parts[2] == "count":
+                avg = self.metrics.get(f"exits.{parts[1]}.avg_ns", float("nan"))
+                rows.append((parts[1], int(v), avg))
+        df = pd.DataFrame(rows, columns=["reason", "samples", "avg_ns"])
+        total = df["samples"].sum()
+        time = df["samples"] * df["avg_ns"]
+        df["samples_pct"] = 100.0 * df["samples"] / total if total else 0.0
+        df["time_pct"] = 100.0 * time / time.sum() if total else 0.0
+        df["avg_us"] = df["avg_ns"] / 1e3
+        nan = (float("nan"), float("nan"))
+        df["min_us"] = [self._exit_min_max.get(r, nan)[0] for r in df["reason"]]
+        df["max_us"] = [self._exit_min_max.get(r, nan)[1] for r in df["reason"]]
+        df = df.sort_values(["samples", "reason"], ascending=[False, True], ignore_index=True)
+        return df[["reason", "samples", "samples_pct", "time_pct", "min_us", "max_us", "avg_us"]]
+
+    @property
+    def breakdown(self):
+        rows = [(k[len("breakdown."):-len(".avg_ns")], v) for k, v in self.metrics.items()
+                if k.startswith("breakdown.") and k.endswith(".avg_ns")
+                and k != "breakdown.total.avg_ns"]
+        order = {name: i for i, name in enumerate(_kvmsim.stage_names())}
+        rows.sort(key=lambda r: (order.get(r[0], len(order)), r[0]))
+        return pd.DataFrame(rows, columns=["stage", "avg_ns"])
+
+    @property
+    def stage_cycles(self):
+        """vmexit tests: host cycles per iteration in each stage (``vmexit.<test>.stage.<stage>.cycles``),
+        as a DataFrame with columns test, stage, cycles, stages in the model's order."""
+        order = {name: i for i, name in enumerate(_kvmsim.stage_names())}
+        rows = []
+        for k, v in self.metrics.items():
+            parts = k.split(".")
+            if len(parts) == 5 and parts[0] == "vmexit" and parts[2] == "stage" \
+                    and parts[4] == "cycles":
+                rows.append((parts[1], parts[3], v))
+        rows.sort(key=lambda r: (r[0], order.get(r[1], len(order)), r[1]))
+        return pd.DataFrame(rows, columns=["test", "stage", "cycles"])
+
+    def to_frame(self):
+        """One row: the overrides, the seed, then every metric."""
+        row = {**self.set, "seed": self.seed, **self.metrics}
+        return pd.DataFrame([row])
+
+    def __repr__(self):
+        m = self.metrics
+        core = ", ".join(f"{k}={m[k]:g}" for k in ("cyclictest.avg_us", "cyclictest.max_us",
+                                                   "tscdeadline_latency.avg_cycles",
+                                                   "vmexit.tscdeadline.cycles") if k in m)
+        return f"<kvmsim.RunResult {os.path.basename(str(self.scenario))} seed={self.seed} {core}>"
+
+
+def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, out=None,
+        _group=None):
+    """Runs ``scenario`` once in a child process and returns a RunResult.
+
+    set      {key: value} overrides (``--set key=value``; True -> "true")
+    seed     run seed (same scenario + set + seed = same metrics)
+    trace    write the host tracepoints (trace-cmd report text) to this file
+    timeout  seconds before the child is killed (RunTimeout)
+    out      keep summary.json / histogram.txt in this folder (default: a temp dir)
+    Raises ScenarioError (bad scenario/override, the CLI's message), SimulationCrash
+    (the child died from a signal), SimulationError (other failures).
+    """
+    exe = find_binary(binary)
+    scenario = os.fspath(scenario)
+    tmp = None
+    if out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="kvmsim-")
+        out_dir = tmp.name
+    else:
+        out_dir = os.fspath(out)
+    try:
+        args = [exe, "run", scenario, "--out", out_dir]  # stdout: the summary (exit table)
+        for o in overrides(set):
+            args += ["--set", o]
+        if seed is not None:
+            args += ["--seed", str(int(seed))]
+        if trace is not None:
+            args += ["--trace", os.fspath(trace)]
+        stdout, _ = run_child(args, timeout, _group)
+        with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
+            summary = json.load(f)
+        hist_path = os.path.join(out_dir, "histogram.txt")
+        hist = load_histogram(hist_path) if os.path.exists(hist_path) else None
+        if hist is not None and tmp is not None:
+            hist.source = None
+        return RunResult(scenario, set, seed, summary, hist, parse_exit_table(stdout))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()

@@ -1,0 +1,55 @@
+#include "sim/guest/linux_guest.h"
+
+#include <fmt/format.h>
+
+#include "sim/system.h"
+#include "sim/vmx/vm.h"
+
+namespace kvmsim {
+
+GuestCosts guest_costs(const ParamSet& p, const TscClock& clk) {
+  const auto S = [&](const char* key) { return p.dist(key).bind(clk); };
+  GuestCosts gc;
+  gc.irq_entry = S("cost.guest.irq_entry");
+  gc.hrtimer_interrupt = S("cost.guest.hrtimer_interrupt");
+  gc.hrtimer_wakeup = S("cost.guest.hrtimer_wakeup");
+  gc.clockevent_program = S("cost.guest.clockevent_program");
+  gc.irq_exit = S("cost.guest.irq_exit");
+  gc.context_switch = S("cost.guest.context_switch");
+  gc.tick = S("cost.guest.tick");
+  gc.nohz_stop = S("cost.guest.nohz_stop");
+  gc.nohz_restart = S("cost.guest.nohz_restart");
+  gc.watchdog = S("cost.guest.watchdog");
+  return gc;
+}
+
+GuestConfig guest_config(const ParamSet& p) {
+  GuestConfig g;
+  g.hz = static_cast<unsigned>(p.i("guest.hz"));
+  g.idle_hlt = p.s("guest.idle") == "hlt";
+  g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
+  return g;
+}
+
+int workload_vcpu(const ParamSet& p) {
+  const auto v = p.i("cyclictest.vcpu");
+  if (v >= p.i("vm.vcpus"))
+    throw ScenarioError(
+        fmt::format("{}: key 'cyclictest.vcpu': vCPU {} does not exist (vm.vcpus = {})",
+                    p.origin("cyclictest.vcpu"), v, p.i("vm.vcpus")));
+  return static_cast<int>(v);
+}
+
+std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {
+  const GuestCosts gc = guest_costs(sys.params(), sys.ctx().clock);
+  const GuestConfig cfg = guest_config(sys.params());
+  std::vector<std::unique_ptr<GuestKernel>> guests;
+  for (const auto& vm : sys.vms())
+    for (const auto& v : vm->vcpus()) {
+      guests.push_back(std::make_unique<GuestKernel>(*v, gc, vm->guest_tsc_khz(), cfg));
+      v->set_guest(guests.back().get());
+    }
+  return guests;
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,26 @@
+// A Linux guest kernel on every vCPU of the system: the guest.* and
+// cost.guest.* keys, read once. Workloads that run Linux tasks (cyclictest,
+// a CPU hog, ...) boot it and add their tasks to the vCPUs they use.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/core/params.h"
+#include "sim/guest/guest_kernel.h"
+
+namespace kvmsim {
+
+class System;
+
+GuestCosts guest_costs(const ParamSet& p, const TscClock& clk);
+GuestConfig guest_config(const ParamSet& p);
+
+// cyclictest.vcpu: the vCPU of VM 0 a single-task workload runs on
+// (ScenarioError if VM 0 has no such vCPU).
+int workload_vcpu(const ParamSet& p);
+
+// One GuestKernel per vCPU (VM-major), installed as the vCPU's guest.
+std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys);
+
+}  // namespace kvmsim

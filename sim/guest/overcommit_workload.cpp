@@ -1,0 +1,35 @@
+// workload.type: overcommit — a CPU-bound task (sysbench --test=cpu) on every
+// vCPU of every VM, in a Linux guest; runs for sim.max_simulated_s. With more
+// vCPUs than pCPUs the host scheduler time-slices the vCPU threads (and any
+// host tasks, host.hog.*): run time, steal time and preemptions show it.
+#include "sim/guest/cpu_hog.h"
+#include "sim/guest/linux_guest.h"
+#include "sim/guest/workload.h"
+#include "sim/system.h"
+
+namespace kvmsim {
+namespace {
+
+class OvercommitWorkload : public Workload {
+ public:
+  [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
+  void build(System& sys) override {
+    guests_ = boot_linux_guests(sys);
+    hogs_.resize(guests_.size());
+    for (std::size_t i = 0; i < guests_.size(); ++i) guests_[i]->add_task(&hogs_[i]);
+  }
+
+ private:
+  std::vector<CpuHog> hogs_;
+  std::vector<std::unique_ptr<GuestKernel>> guests_;
+};
+
+}  // namespace
+
+KVMSIM_REGISTER_WORKLOAD(
+    overcommit,
+    "a CPU-bound guest task on every vCPU of every VM (over-commit when vCPUs outnumber "
+    "pCPUs); runs for sim.max_simulated_s",
+    nullptr, [](const ParamSet& /*p*/) { return std::make_unique<OvercommitWorkload>(); })
+
+}  // namespace kvmsim

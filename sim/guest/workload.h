@@ -1,0 +1,70 @@
+// Workloads: what the guests run. Each workload lives in its own files,
+// declares its parameters, builds itself on the VMs it is given and reports
+// its own metrics, and registers itself by name (OMNeT++'s Define_Module):
+//
+//   KVMSIM_REGISTER_WORKLOAD(my_workload, "doc sentence", declare_fn, make_fn);
+//
+// `workload.type` accepts exactly the registered names. Adding a workload adds
+// files; nothing central changes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/histogram.h"
+#include "sim/core/metrics.h"
+#include "sim/core/params.h"
+
+namespace kvmsim {
+
+class System;
+
+class Workload : public MetricSource {
+ public:
+  // Installs the workload's guests (a Linux kernel with its tasks, or a bare
+  // kvm-unit-tests program) on the system's vCPUs. Calls sys.stop() when done.
+  virtual void build(System& sys) = 0;
+  // cyclictest -h output, for workloads that measure a latency histogram.
+  [[nodiscard]] virtual const LatencyHistogram* histogram() const { return nullptr; }
+  // Samples expected (a progress line counts latency samples), 0 = none.
+  [[nodiscard]] virtual std::uint64_t progress_total() const { return 0; }
+  // The vCPU (VM-major index) whose LAPIC reports lapic.timer_advance_ns.
+  [[nodiscard]] virtual int measuring_vcpu() const { return 0; }
+  // No end of its own: runs until sim.max_simulated_s, and a run that gets
+  // there is complete (RunResult::completed); other workloads call sys.stop().
+  [[nodiscard]] virtual bool open_ended() const { return false; }
+  void report(Metrics& /*m*/, const TscClock& /*clk*/) const override {}
+};
+
+struct WorkloadInfo {
+  std::string name;
+  std::string doc;
+  // Declares the workload's own parameters (may be empty).
+  std::function<void(ParamRegistry&)> declare;
+  // Reads and checks the parameters (ScenarioError naming the key).
+  std::function<std::unique_ptr<Workload>(const ParamSet&)> make;
+};
+
+class WorkloadRegistry {
+ public:
+  static WorkloadRegistry& instance();
+  bool add(WorkloadInfo info);  // logic_error on a duplicate name
+  [[nodiscard]] const WorkloadInfo* find(const std::string& name) const;
+  [[nodiscard]] std::vector<std::string> names() const;  // sorted
+  [[nodiscard]] const std::map<std::string, WorkloadInfo>& all() const { return by_name_; }
+
+ private:
+  std::map<std::string, WorkloadInfo> by_name_;
+};
+
+}  // namespace kvmsim
+
+#define KVMSIM_REGISTER_WORKLOAD(id, doc, declare_fn, make_fn)                     \
+  namespace {                                                                      \
+  [[maybe_unused]] const bool kvmsim_registered_workload_##id =                    \
+      ::kvmsim::WorkloadRegistry::instance().add({#id, doc, declare_fn, make_fn}); \
+  }

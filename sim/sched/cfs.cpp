@@ -1,0 +1,325 @@
+#include "sim/sched/cfs.h"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+#include <stdexcept>
+#include <utility>
+
+namespace kvmsim {
+
+namespace {
+
+// sched_prio_to_weight[] (kernel/sched/core.c): 1024 at nice 0, ~1.25x per step.
+constexpr std::array<std::uint32_t, 40> kPrioToWeight = {
+    88761, 71755, 56483, 46273, 36291,  // -20
+    29154, 23254, 18705, 14949, 11916,  // -15
+    9548,  7620,  6100,  4904,  3906,   // -10
+    3121,  2501,  1991,  1586,  1277,   //  -5
+    1024,  820,   655,   526,   423,    //   0
+    335,   272,   215,   172,   137,    //   5
+    110,   87,    70,    56,    45,     //  10
+    36,    29,    23,    18,    15,     //  15
+};
+
+// __calc_delta() without the inverse-weight fixed point: delta * mul / div
+// (the kernel's 32-bit inverse of the load differs from this by rounding only).
+Tsc calc_delta(Tsc delta, std::uint64_t mul, std::uint64_t div) {
+  return static_cast<Tsc>(static_cast<u128>(delta) * mul / div);
+}
+
+}  // namespace
+
+std::uint32_t nice_to_weight(int nice) {
+  if (nice < -20 || nice > 19) throw std::out_of_range("nice " + std::to_string(nice));
+  const int index = nice + 20;
+  return kPrioToWeight[static_cast<std::size_t>(index)];
+}
+
+TunableScaling parse_tunable_scaling(const std::string& s) {
+  if (s == "none") return TunableScaling::None;
+  if (s == "log") return TunableScaling::Log;
+  if (s == "linear") return TunableScaling::Linear;
+  throw std::invalid_argument("sched_tunable_scaling: expected none, log or linear, got '" + s +
+                              "'");
+}
+
+unsigned tunable_scaling_factor(TunableScaling scaling, int ncpus) {
+  const unsigned cpus = static_cast<unsigned>(std::clamp(ncpus, 1, 8));
+  switch (scaling) {
+    case TunableScaling::None:
+      return 1;
+    case TunableScaling::Linear:
+      return cpus;
+    case TunableScaling::Log: {
+      unsigned log2 = 0;
+      while ((cpus >> (log2 + 1)) != 0) ++log2;
+      return 1 + log2;
+    }
+  }
+  return 1;
+}
+
+CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns,
+                                 std::uint64_t min_granularity_ns,
+                                 std::uint64_t wakeup_granularity_ns,
+                                 std::uint64_t migration_cost_ns, TunableScaling scaling,
+                                 int ncpus) {
+  if (min_granularity_ns == 0) throw std::invalid_argument("sched_min_granularity_ns is 0");
+  const unsigned f = tunable_scaling_factor(scaling, ncpus);
+  CfsTunables t;
+  t.latency = clock.ns_to_cycles(latency_ns * f);
+  t.min_granularity = clock.ns_to_cycles(min_granularity_ns * f);
+  t.wakeup_granularity = clock.ns_to_cycles(wakeup_granularity_ns * f);
+  t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
+  // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
+  t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
+  return t;
+}
+
+CpuMask CpuMask::only(int cpu) { return of({cpu}); }
+
+CpuMask CpuMask::of(const std::vector<int>& cpus) {
+  CpuMask m;
+  m.all_ = false;
+  for (int c : cpus) {
+    if (c < 0) throw std::out_of_range("cpu " + std::to_string(c) + " in an affinity mask");
+    if (static_cast<std::size_t>(c) >= m.bits_.size())
+      m.bits_.resize(static_cast<std::size_t>(c) + 1);
+    m.bits_[static_cast<std::size_t>(c)] = true;
+  }
+  return m;
+}
+
+bool CpuMask::test(int cpu) const {
+  if (all_) return true;
+  return cpu >= 0 && static_cast<std::size_t>(cpu) < bits_.size() &&
+         bits_[static_cast<std::size_t>(cpu)];
+}
+
+SchedEntity::SchedEntity(int id_, int nice_, CpuMask allowed_)
+    : id(id_), nice(nice_), weight(nice_to_weight(nice_)), allowed(std::move(allowed_)) {}
+
+Tsc calc_delta_fair(Tsc delta, std::uint32_t weight) {
+  return weight == kNice0Load ? delta : calc_delta(delta, kNice0Load, weight);
+}
+
+// update_curr(). Charges only a current entity that is still runnable: one
+// that has just been dequeued to sleep is waiting for pick_next, and the gap
+// (which the kernel does not have: both happen in one __schedule()) is not run time.
+void CfsRq::update_curr(Tsc now) {
+  if (curr_ == nullptr || !curr_->on_rq || now <= curr_->exec_start) return;
+  const Tsc delta = now - curr_->exec_start;
+  curr_->exec_start = now;
+  curr_->sum_exec_runtime += delta;
+  curr_->vruntime += static_cast<std::int64_t>(calc_delta_fair(delta, curr_->weight));
+  update_min_vruntime();
+}
+
+// update_min_vruntime(): the smaller of curr and leftmost, never going back.
+void CfsRq::update_min_vruntime() {
+  std::int64_t v = min_vruntime_;
+  const SchedEntity* c = (curr_ != nullptr && curr_->on_rq) ? curr_ : nullptr;
+  if (c != nullptr) v = c->vruntime;
+  if (!tree_.empty()) {
+    const std::int64_t left = (*tree_.begin())->vruntime;
+    v = c == nullptr ? left : std::min(v, left);
+  }
+  min_vruntime_ = std::max(min_vruntime_, v);
+}
+
+// place_entity(). A new entity starts one vslice after min_vruntime
+// (START_DEBIT: the current period is already promised to the others); a
+// waking one gets at most half a latency of credit (GENTLE_FAIR_SLEEPERS), and
+// never moves back in vruntime by sleeping. Without a parent to fork from, a
+// new entity takes the placed value as is (task_fork_fair starts from the parent's).
+void CfsRq::place_entity(SchedEntity& se, bool initial) {
+  std::int64_t v = min_vruntime_;
+  if (initial) {
+    se.vruntime = v + static_cast<std::int64_t>(sched_vslice(se));
+    return;
+  }
+  v -= static_cast<std::int64_t>(t_->latency / 2);
+  se.vruntime = std::max(se.vruntime, v);
+}
+
+// enqueue_entity(). A waking entity that stayed on this queue keeps an
+// absolute vruntime; anything else arrives relative and is renormalised to
+// this queue's min_vruntime (before update_curr for curr, as the kernel does).
+void CfsRq::enqueue_entity(SchedEntity& se, Tsc now, unsigned flags) {
+  if (se.on_rq) throw std::logic_error("enqueue_entity: entity already on a run queue");
+  const bool is_curr = curr_ == &se;
+  if (se.fresh) {
+    update_curr(now);
+    place_entity(se, true);
+    se.fresh = false;
+  } else {
+    const bool renorm = (flags & kEnqueueWakeup) == 0 || (flags & kEnqueueMigrated) != 0;
+    if (renorm && is_curr) se.vruntime += min_vruntime_;
+    update_curr(now);
+    if (renorm && !is_curr) se.vruntime += min_vruntime_;
+    if ((flags & kEnqueueWakeup) != 0) place_entity(se, false);
+  }
+  // The current entity woken again before pick_next: the gap since it was
+  // dequeued was neither run time nor run delay.
+  if (is_curr) se.exec_start = now;
+  se.vruntime_relative = false;
+  load_ += se.weight;  // account_entity_enqueue()
+  ++nr_running_;
+  se.on_rq = true;
+  if (!is_curr) {
+    tree_.insert(&se);
+    se.waiting = true;  // sched_info_queued()
+    se.last_queued = now;
+  }
+}
+
+// dequeue_entity(). Leaving for another queue makes vruntime relative to this
+// min_vruntime (done before min_vruntime moves); going to sleep keeps it absolute.
+void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
+  if (!se.on_rq) throw std::logic_error("dequeue_entity: entity not on a run queue");
+  update_curr(now);
+  if (skip_ == &se) skip_ = nullptr;  // clear_buddies()
+  if (&se != curr_) tree_.erase(&se);
+  se.on_rq = false;
+  load_ -= se.weight;
+  --nr_running_;
+  se.vruntime_relative = (flags & kDequeueSleep) == 0;
+  if (se.vruntime_relative) se.vruntime -= min_vruntime_;
+  update_min_vruntime();
+  if (se.waiting) {  // sched_info_dequeued()
+    se.run_delay += now - se.last_queued;
+    se.waiting = false;
+  }
+}
+
+// pick_next_entity() with the current entity already put back in the tree.
+SchedEntity* CfsRq::pick_next_entity() const {
+  if (tree_.empty()) return nullptr;
+  auto it = tree_.begin();
+  SchedEntity* left = *it;
+  if (skip_ == left) {
+    auto next = std::next(it);
+    if (next != tree_.end() && wakeup_preempt_entity(**next, *left) < 1) return *next;
+  }
+  return left;
+}
+
+// set_next_entity(): the picked entity leaves the tree and starts a slice.
+void CfsRq::set_next_entity(SchedEntity& se, Tsc now) {
+  if (se.on_rq) tree_.erase(&se);
+  if (skip_ == &se) skip_ = nullptr;
+  curr_ = &se;
+  se.exec_start = now;
+  se.prev_sum_exec_runtime = se.sum_exec_runtime;
+  if (se.waiting) {  // sched_info_arrive()
+    se.run_delay += now - se.last_queued;
+    se.waiting = false;
+  }
+  ++se.pcount;
+}
+
+// put_prev_entity(): a still runnable current entity goes back into the tree
+// and starts waiting (sched_info_depart() re-queues a TASK_RUNNING task).
+void CfsRq::put_prev_entity(Tsc now) {
+  if (curr_ == nullptr) return;
+  if (curr_->on_rq) {
+    update_curr(now);
+    tree_.insert(curr_);
+    curr_->waiting = true;
+    curr_->last_queued = now;
+  }
+  curr_ = nullptr;
+}
+
+// entity_tick(): account, and check the slice only when someone else waits.
+bool CfsRq::entity_tick(Tsc now) {
+  if (curr_ == nullptr || !curr_->on_rq) return false;
+  update_curr(now);
+  return nr_running_ > 1 && check_preempt_tick();
+}
+
+// check_preempt_tick(): preempt once the ideal slice is used up; never before
+// min_granularity; in between, if curr is ahead of the leftmost by more than a slice.
+bool CfsRq::check_preempt_tick() const {
+  if (curr_ == nullptr) return false;
+  const Tsc ideal = sched_slice(*curr_);
+  const Tsc ran = curr_->sum_exec_runtime - curr_->prev_sum_exec_runtime;
+  if (ran > ideal) return true;
+  if (ran < t_->min_granularity) return false;
+  const SchedEntity* left = first();
+  if (left == nullptr) return false;
+  const std::int64_t delta = curr_->vruntime - left->vruntime;
+  return delta > 0 && static_cast<Tsc>(delta) > ideal;
+}
+
+Tsc CfsRq::slice_left(Tsc now) const {
+  if (curr_ == nullptr || !curr_->on_rq || nr_running_ <= 1) return kTscNever;
+  const SchedEntity& c = *curr_;
+  const Tsc unaccounted = now > c.exec_start ? now - c.exec_start : 0;
+  const Tsc ran = c.sum_exec_runtime - c.prev_sum_exec_runtime + unaccounted;
+  const Tsc ideal = sched_slice(c);
+  // First rule: ran must exceed ideal.
+  const Tsc d1 = ran > ideal ? 0 : ideal - ran + 1;
+  // Second rule: ran >= min_granularity and curr's vruntime (advanced by one
+  // update_curr over the unaccounted time plus d) ahead of the leftmost by > ideal.
+  Tsc d2 = kTscNever;
+  if (const SchedEntity* left = first(); left != nullptr) {
+    const std::int64_t need =
+        static_cast<std::int64_t>(ideal) - (c.vruntime - left->vruntime) + 1;  // vruntime to gain
+    Tsc u = 0;  // execution whose calc_delta_fair() is >= need
+    if (need > 0)
+      u = static_cast<Tsc>((static_cast<u128>(need) * c.weight + kNice0Load - 1) / kNice0Load);
+    Tsc d = u > unaccounted ? u - unaccounted : 0;
+    if (ran + d < t_->min_granularity) d = t_->min_granularity - ran;
+    d2 = d;
+  }
+  return std::max<Tsc>(std::min(d1, d2), 1);
+}
+
+// check_preempt_wakeup(): an idle queue is always preempted
+// (check_preempt_curr_idle); otherwise wakeup_preempt_entity() decides.
+bool CfsRq::check_preempt_wakeup(const SchedEntity& woken, Tsc now) {
+  if (curr_ == nullptr || !curr_->on_rq) return true;
+  if (curr_ == &woken) return false;
+  update_curr(now);
+  return wakeup_preempt_entity(*curr_, woken) == 1;
+}
+
+int CfsRq::wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const {
+  const std::int64_t vdiff = curr.vruntime - se.vruntime;
+  if (vdiff <= 0) return -1;
+  return static_cast<Tsc>(vdiff) > wakeup_gran(se) ? 1 : 0;
+}
+
+// yield_task_fair(): nothing to yield to with one runnable entity.
+void CfsRq::yield(Tsc now) {
+  if (nr_running_ <= 1 || curr_ == nullptr) return;
+  update_curr(now);
+  skip_ = curr_;
+}
+
+// __sched_period(): stretch the period once more than nr_latency are runnable.
+Tsc CfsRq::sched_period(unsigned nr_running) const {
+  return nr_running > t_->nr_latency ? nr_running * t_->min_granularity : t_->latency;
+}
+
+// sched_slice(): the entity's weighted share of the period, counting it as
+// runnable here if it is not yet (as for a new or waking entity).
+Tsc CfsRq::sched_slice(const SchedEntity& se) const {
+  const unsigned nr = nr_running_ + (se.on_rq ? 0 : 1);
+  const std::uint64_t load = load_ + (se.on_rq ? 0 : se.weight);
+  return calc_delta(sched_period(nr), se.weight, load);
+}
+
+Tsc CfsRq::sched_vslice(const SchedEntity& se) const {
+  return calc_delta_fair(sched_slice(se), se.weight);
+}
+
+// wakeup_gran(): the granularity in the woken entity's vruntime, so a heavier
+// waker preempts more easily.
+Tsc CfsRq::wakeup_gran(const SchedEntity& se) const {
+  return calc_delta_fair(t_->wakeup_granularity, se.weight);
+}
+
+}  // namespace kvmsim

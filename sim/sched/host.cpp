@@ -1,0 +1,140 @@
+#include "sim/sched/host.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace kvmsim {
+
+PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk) {
+  const auto S = [&](const char* key) { return p.dist(key).bind(clk); };
+  PcpuCosts pc;
+  pc.irq_entry = S("cost.host.irq_entry");
+  pc.irq_exit = S("cost.host.irq_exit");
+  pc.hrtimer_interrupt = S("cost.host.hrtimer_interrupt");
+  pc.context_switch = S("cost.host.context_switch");
+  pc.ipi_latency = S("cost.host.ipi_latency");
+  pc.reschedule_ipi = S("cost.host.reschedule_ipi");
+  pc.posted_intr_ipi = S("cost.host.posted_intr_ipi");
+  pc.noise_irq_rate_hz = p.d("noise.irq.rate_hz");
+  pc.noise_irq_duration = S("noise.irq.duration");
+  pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
+  pc.softirq_duration = S("noise.softirq.duration");
+  return pc;
+}
+
+Host::Host(const ParamSet& p, SimContext& ctx)
+    : ctx_(ctx),
+      topo_(static_cast<int>(p.i("platform.sockets")),
+            static_cast<int>(p.i("platform.cores_per_socket")),
+            static_cast<int>(p.i("platform.threads_per_core"))),
+      sched_(std::make_unique<HostScheduler>(
+          topo_, HostScheduler::tunables_from(p, ctx.clock, topo_.cpus()))),
+      costs_(pcpu_costs(p, ctx.clock)),
+      tick_hz_(p.i("host.tick_hz")),
+      tick_cost_(p.dist("cost.host.tick").bind(ctx.clock)) {
+  by_id_.resize(static_cast<std::size_t>(topo_.cpus()));
+  sched_->on_migrate = [this](const SchedEntity& se, int from, int to, Tsc t) {
+    if (const HostThread* th = thread_of(se))
+      ctx_.obs.sched_migrate(th->comm(), th->pid(), 120 + se.nice, from, to, t);
+  };
+}
+
+Host::~Host() = default;
+
+Pcpu& Host::pcpu(int cpu) {
+  auto& slot = by_id_.at(static_cast<std::size_t>(cpu));
+  if (slot) return *slot;
+  slot = std::make_unique<Pcpu>(fmt::format("pcpu{}", cpu).c_str(), cpu, ctx_, costs_, *this);
+  order_.push_back(slot.get());
+  if (tick_hz_ > 0) {
+    const Tsc period = ctx_.clock.tsc_khz * 1000 / static_cast<Tsc>(tick_hz_);
+    auto tick = std::make_unique<HostTick>(period, tick_cost_);
+    // The tick's phase against the workload's timers is arbitrary on a real
+    // host; a fixed phase would hit the same wake-up every time.
+    Rng phase = ctx_.stream(fmt::format("pcpu{}.tick", cpu));
+    slot->hrtimers().start(tick.get(),
+                           static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
+    ticks_.push_back(std::move(tick));
+  }
+  return *slot;
+}
+
+HostThread* Host::thread_of(const SchedEntity& se) const {
+  const auto it = threads_.find(se.id);
+  return it == threads_.end() ? nullptr : it->second;
+}
+
+void Host::finalize() {
+  std::vector<bool> need(static_cast<std::size_t>(topo_.cpus()), false);
+  for (const auto& [id, t] : threads_)
+    for (int c = 0; c < topo_.cpus(); ++c)
+      if (t->se().allowed.test(c)) need[static_cast<std::size_t>(c)] = true;
+  for (int c = 0; c < topo_.cpus(); ++c)
+    if (need[static_cast<std::size_t>(c)]) pcpu(c);
+}
+
+void Host::start_thread(HostThread* t, int hint, Tsc now) {
+  SchedEntity& se = t->se();
+  int best = -1;
+  if (hint >= 0 && se.allowed.test(hint) && by_id_[static_cast<std::size_t>(hint)] &&
+      sched_->idle(hint))
+    best = hint;
+  for (int c = 0; best < 0 && c < topo_.cpus(); ++c) {
+    if (!se.allowed.test(c) || !by_id_[static_cast<std::size_t>(c)]) continue;
+    best = c;
+    for (int d = c + 1; d < topo_.cpus(); ++d)
+      if (se.allowed.test(d) && by_id_[static_cast<std::size_t>(d)] &&
+          sched_->rq(d).load() < sched_->rq(best).load())
+        best = d;
+  }
+  if (best < 0) throw std::logic_error("start_thread: no pCPU allowed for " + t->comm());
+  sched_->enqueue(best, se, now, kEnqueueNone);
+  if (sched_->wakeup_preempts(best, se, now)) pcpu(best).resched_curr(now);
+}
+
+bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
+  SchedEntity& se = t->se();
+  if (se.on_rq) return false;  // TASK_RUNNING already
+  const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
+  sched_->enqueue(cpu, se, now, kEnqueueWakeup);
+  if (!ctx_.obs.empty())
+    ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
+  if (sched_->wakeup_preempts(cpu, se, now))
+    pcpu(cpu).resched_curr(now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
+  return true;
+}
+
+void Host::account_to(Tsc now) {
+  for (auto* c : order_) sched_->update_curr(c->id(), now);
+}
+
+void Host::report(Metrics& m, const TscClock& clk) const {
+  std::uint64_t irqs = 0, noise = 0, softirqs = 0, resched = 0, ipis = 0;
+  const Tsc end = now_tsc();
+  for (const auto* c : order_) {
+    irqs += c->stats().irqs;
+    noise += c->stats().noise_irqs;
+    softirqs += c->stats().softirq_runs;
+    resched += c->stats().resched_ipis;
+    ipis += c->stats().ipis;
+    // The pCPU's C0 residency: time not in the idle task.
+    m[fmt::format("host.cpu.{}.busy_frac", c->id())] =
+        end ? static_cast<double>(c->busy_cycles(end)) / static_cast<double>(end) : 0.0;
+  }
+  m["host.irqs"] = static_cast<double>(irqs);
+  m["host.noise_irqs"] = static_cast<double>(noise);
+  m["host.softirq_runs"] = static_cast<double>(softirqs);
+  m["host.resched_ipis"] = static_cast<double>(resched);
+  m["host.ipis"] = static_cast<double>(ipis);  // reschedule + posted-interrupt notifications
+  const SchedCounters& sc = sched_->counters();
+  m["host.sched.context_switches"] = static_cast<double>(sc.context_switches);
+  m["host.sched.migrations"] = static_cast<double>(sc.migrations);
+  m["host.sched.wakeups"] = static_cast<double>(sc.wakeups);
+  m["host.sched.wakeup_preemptions"] = static_cast<double>(sc.wakeup_preemptions);
+  m["host.sched.tick_preemptions"] = static_cast<double>(sc.tick_preemptions);
+  m["host.sched.idle_balance_pulls"] = static_cast<double>(sc.idle_balance_pulls);
+  (void)clk;
+}
+
+}  // namespace kvmsim

@@ -1,0 +1,269 @@
+#include "sim/sched/host_sched.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "sim/core/params.h"
+
+namespace kvmsim {
+
+namespace {
+
+std::string cpu_text(int cpu) { return "cpu " + std::to_string(cpu); }
+
+}  // namespace
+
+HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunables)
+    : topo_(topology), tunables_(tunables) {
+  const int n = topo_.cpus();
+  rqs_.reserve(static_cast<std::size_t>(n));
+  std::vector<int> machine;
+  for (int c = 0; c < n; ++c) {
+    rqs_.emplace_back(&tunables_);
+    machine.push_back(c);
+  }
+  need_resched_.assign(static_cast<std::size_t>(n), false);
+  // Scheduling domains, smallest first; a level spanning the same pCPUs as
+  // its child is dropped (sd_degenerate()).
+  for (int c = 0; c < n; ++c) {
+    smt_.push_back(topo_.smt_span(c));
+    llc_.push_back(topo_.llc_span(c));
+    std::vector<std::vector<int>> levels;
+    for (const auto* span : {&smt_.back(), &llc_.back(), &machine})
+      if (span->size() > 1 && (levels.empty() || levels.back() != *span)) levels.push_back(*span);
+    domains_.push_back(std::move(levels));
+  }
+}
+
+CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& clock, int ncpus) {
+  auto ns = [&](const char* key) { return static_cast<std::uint64_t>(p.i(key)); };
+  return CfsTunables::from_ns(
+      clock, ns("host.sched_latency_ns"), ns("host.sched_min_granularity_ns"),
+      ns("host.sched_wakeup_granularity_ns"), ns("host.sched_migration_cost_ns"),
+      parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
+}
+
+int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const {
+  const int n = cpus();
+  if (prev_cpu >= n || waker_cpu >= n) throw std::out_of_range("select_task_rq: cpu out of range");
+  // Still current where it last ran (dequeued, schedule() pending): stay.
+  if (se.cpu >= 0 && !se.on_rq && rq(se.cpu).curr() == &se) return se.cpu;
+  if (prev_cpu < 0) return find_idlest_cpu(se);
+  // wake_affine_idle(): an idle waker pCPU sharing the cache with prev pulls
+  // the wakee unless prev is idle as well.
+  int target = prev_cpu;
+  if (waker_cpu >= 0 && waker_cpu != prev_cpu && se.allowed.test(waker_cpu) &&
+      topo_.shares_llc(waker_cpu, prev_cpu) && idle(waker_cpu))
+    target = idle(prev_cpu) ? prev_cpu : waker_cpu;
+  const int cpu = select_idle_sibling(se, prev_cpu, target);
+  return se.allowed.test(cpu) ? cpu : select_fallback_rq(se, prev_cpu);
+}
+
+// find_idlest_cpu() for a new task (SD_BALANCE_FORK): down from the machine,
+// the least loaded socket, then core, then pCPU, among those with an allowed
+// pCPU. Load is the sum of weights (no PELT, no imbalance_pct bias towards
+// the local group); ties go to the lower number.
+int HostScheduler::find_idlest_cpu(const SchedEntity& se) const {
+  auto key = [&](const std::vector<int>& group) {
+    std::uint64_t load = 0;
+    unsigned nr = 0;
+    for (int c : group) {
+      load += rq(c).load();
+      nr += rq(c).nr_running();
+    }
+    return std::make_pair(load, nr);
+  };
+  auto allowed_in = [&](const std::vector<int>& group) {
+    return std::any_of(group.begin(), group.end(), [&](int c) { return se.allowed.test(c); });
+  };
+  // Each level's groups, named by their first pCPU.
+  auto idlest = [&](const std::vector<int>& span, const std::vector<std::vector<int>>& groups) {
+    const std::vector<int>* best = nullptr;
+    for (int c : span) {
+      const auto& g = groups[static_cast<std::size_t>(c)];
+      if (g.front() != c || !allowed_in(g)) continue;
+      if (best == nullptr || key(g) < key(*best)) best = &g;
+    }
+    return best;
+  };
+  std::vector<int> machine(static_cast<std::size_t>(cpus()));
+  for (int c = 0; c < cpus(); ++c) machine[static_cast<std::size_t>(c)] = c;
+  const std::vector<int>* socket = idlest(machine, llc_);
+  if (socket == nullptr) return select_fallback_rq(se, -1);  // throws: no allowed pCPU
+  const std::vector<int>* core = idlest(*socket, smt_);
+  int best = -1;
+  for (int c : *core)
+    if (se.allowed.test(c) && (best < 0 || key({c}) < key({best}))) best = c;
+  return best;
+}
+
+// select_idle_sibling() of v5.x: target, prev, then select_idle_core() and
+// select_idle_cpu() over target's LLC in for_each_cpu_wrap() order. (Its
+// select_idle_smt() step comes after a full LLC scan and finds nothing new
+// without the SIS_PROP limit, so it is not modelled.)
+int HostScheduler::select_idle_sibling(const SchedEntity& se, int prev, int target) const {
+  auto usable = [&](int c) { return se.allowed.test(c) && idle(c); };
+  if (usable(target)) return target;
+  if (prev != target && topo_.shares_llc(prev, target) && usable(prev)) return prev;
+  std::vector<int> order = llc_[static_cast<std::size_t>(target)];
+  std::rotate(order.begin(), std::find(order.begin(), order.end(), target), order.end());
+  if (topo_.threads_per_core() > 1) {  // select_idle_core(): a core with every thread idle
+    for (int c : order) {
+      if (!se.allowed.test(c)) continue;
+      const auto& core = smt_[static_cast<std::size_t>(c)];
+      if (std::all_of(core.begin(), core.end(), [&](int t) { return idle(t); })) return c;
+    }
+  }
+  for (int c : order)  // select_idle_cpu()
+    if (usable(c)) return c;
+  return target;
+}
+
+// select_fallback_rq(): an allowed pCPU on prev's socket, else any allowed one.
+int HostScheduler::select_fallback_rq(const SchedEntity& se, int prev) const {
+  if (prev >= 0)
+    for (int c = 0; c < cpus(); ++c)
+      if (topo_.socket_of(c) == topo_.socket_of(prev) && se.allowed.test(c)) return c;
+  for (int c = 0; c < cpus(); ++c)
+    if (se.allowed.test(c)) return c;
+  throw std::logic_error("entity " + std::to_string(se.id) + " is allowed on no pCPU");
+}
+
+void HostScheduler::enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
+  CfsRq& dst = rq_mut(cpu);
+  if (!se.allowed.test(cpu))
+    throw std::logic_error("enqueue: entity " + std::to_string(se.id) + " not allowed on " +
+                           cpu_text(cpu));
+  if (se.on_rq) throw std::logic_error("enqueue: entity " + std::to_string(se.id) + " is queued");
+  const bool moved = se.cpu >= 0 && se.cpu != cpu;
+  if (moved && rq(se.cpu).curr() == &se)
+    throw std::logic_error("enqueue: entity " + std::to_string(se.id) + " is still current on " +
+                           cpu_text(se.cpu) + "; call pick_next there first");
+  // Make the enqueue_entity() renormalisation right whatever the entity went
+  // through: relative vruntime arrives as ENQUEUE_MIGRATED; a waking task
+  // that changes queue is made relative first (migrate_task_rq_fair); a
+  // non-wake-up enqueue of a sleeper is made relative to its old queue.
+  unsigned f = flags & kEnqueueWakeup;
+  if (!se.fresh) {
+    const bool wakeup = (flags & kEnqueueWakeup) != 0;
+    if (!se.vruntime_relative && (moved || !wakeup)) {
+      se.vruntime -= rq(se.cpu).min_vruntime();
+      se.vruntime_relative = true;
+    }
+    if (se.vruntime_relative && wakeup) f |= kEnqueueMigrated;
+  }
+  if (moved) {
+    ++counters_.migrations;
+    ++se.nr_migrations;
+    if (on_migrate) on_migrate(se, se.cpu, cpu, now);
+  }
+  dst.enqueue_entity(se, now, f);
+  se.cpu = cpu;
+  if ((flags & kEnqueueWakeup) != 0) ++counters_.wakeups;
+}
+
+void HostScheduler::dequeue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
+  CfsRq& r = rq_mut(cpu);
+  if (!se.on_rq || se.cpu != cpu)
+    throw std::logic_error("dequeue: entity " + std::to_string(se.id) + " not on " + cpu_text(cpu));
+  r.dequeue_entity(se, now, flags);
+  if (r.curr() == &se) need_resched_[static_cast<std::size_t>(cpu)] = true;
+}
+
+SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
+  CfsRq& r = rq_mut(cpu);
+  SchedEntity* prev = r.curr();
+  r.put_prev_entity(now);
+  SchedEntity* next = r.pick_next_entity();
+  if (next == nullptr && idle_balance(cpu, now) != nullptr) next = r.pick_next_entity();
+  if (next != nullptr) r.set_next_entity(*next, now);
+  need_resched_[static_cast<std::size_t>(cpu)] = false;
+  if (next != prev) ++counters_.context_switches;
+  return next;
+}
+
+bool HostScheduler::tick(int cpu, Tsc now) {
+  const auto i = static_cast<std::size_t>(cpu);
+  if (rq_mut(cpu).entity_tick(now) && !need_resched_.at(i)) {
+    ++counters_.tick_preemptions;
+    need_resched_[i] = true;
+  }
+  return need_resched_.at(i);
+}
+
+bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) {
+  if (!woken.on_rq || woken.cpu != cpu)
+    throw std::logic_error("wakeup_preempts: entity " + std::to_string(woken.id) + " not on " +
+                           cpu_text(cpu));
+  const auto i = static_cast<std::size_t>(cpu);
+  if (need_resched_.at(i)) return true;  // check_preempt_wakeup(): already rescheduling
+  CfsRq& r = rq_mut(cpu);
+  const bool busy = r.curr() != nullptr && r.curr()->on_rq;
+  if (!r.check_preempt_wakeup(woken, now)) return false;
+  need_resched_[i] = true;
+  if (busy) ++counters_.wakeup_preemptions;
+  return true;
+}
+
+void HostScheduler::yield(int cpu, Tsc now) {
+  rq_mut(cpu).yield(now);
+  need_resched_[static_cast<std::size_t>(cpu)] = true;  // sys_sched_yield() calls schedule()
+}
+
+// can_migrate_task() on one source queue, least recently run first (the
+// tail of rq->cfs_tasks): allowed on dst, not running, not cache hot
+// (task_hot(): ran within sched_migration_cost; never-run entities are cold).
+SchedEntity* HostScheduler::detachable(const CfsRq& src, int dst_cpu, Tsc now) const {
+  SchedEntity* best = nullptr;
+  const Tsc cost = tunables_.migration_cost;
+  for (SchedEntity* e : src.queued()) {
+    if (!e->allowed.test(dst_cpu)) continue;
+    const bool hot = cost > 0 && e->pcount > 0 && now < e->exec_start + cost;
+    if (hot) continue;
+    if (best == nullptr || std::tie(e->exec_start, e->id) < std::tie(best->exec_start, best->id))
+      best = e;
+  }
+  return best;
+}
+
+SchedEntity* HostScheduler::idle_balance(int cpu, Tsc now) {
+  if (!rq(cpu).idle()) return nullptr;
+  for (const auto& span : domains_.at(static_cast<std::size_t>(cpu))) {
+    // find_busiest_queue(): heaviest first; a queue whose tasks are all
+    // pinned or hot is skipped for the next (LBF_ALL_PINNED redo).
+    std::vector<int> sources;
+    for (int c : span)
+      if (c != cpu && rq(c).nr_running() >= 2) sources.push_back(c);
+    std::sort(sources.begin(), sources.end(), [&](int a, int b) {
+      return std::make_tuple(rq(b).load(), rq(b).nr_running(), a) <
+             std::make_tuple(rq(a).load(), rq(a).nr_running(), b);
+    });
+    for (int src : sources) {
+      SchedEntity* e = detachable(rq(src), cpu, now);
+      if (e == nullptr) continue;
+      // detach_task() / attach_task(): moved as a non-wake-up, relative vruntime.
+      rq_mut(src).dequeue_entity(*e, now, kDequeueNone);
+      enqueue(cpu, *e, now, kEnqueueNone);
+      ++counters_.idle_balance_pulls;
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<int, SchedEntity*>> HostScheduler::nohz_idle_balance(int busy_cpu, Tsc now) {
+  std::vector<std::pair<int, SchedEntity*>> pulled;
+  if (rq(busy_cpu).nr_running() < 2) return pulled;
+  for (int c = 0; c < cpus(); ++c)
+    if (c != busy_cpu && idle(c))
+      if (SchedEntity* e = idle_balance(c, now); e != nullptr) pulled.emplace_back(c, e);
+  return pulled;
+}
+
+Tsc HostScheduler::slice_left(int cpu, Tsc now) const { return rq(cpu).slice_left(now); }
+
+void HostScheduler::update_curr(int cpu, Tsc now) { rq_mut(cpu).update_curr(now); }
+
+}  // namespace kvmsim

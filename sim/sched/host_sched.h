@@ -1,0 +1,158 @@
+// The host scheduler across pCPUs: one CfsRq per pCPU (sim/sched/cfs.h),
+// wake-up placement (select_task_rq_fair / select_idle_sibling) and new-idle
+// balancing over the Topology's domains, as kernel/sched/fair.c of v4.x-v5.x
+// does it (EEVDF, v6.6+, is out of scope). Plain C++, time in host TSC cycles.
+//
+// The pCPU model owns the threads and the events; this class only decides.
+// Typical calls from a pCPU:
+//   new task:  cpu = select_task_rq(se, -1, -1); enqueue(cpu, se, now, kEnqueueNone);
+//              if (wakeup_preempts(cpu, se, now)) reschedule cpu
+//   wake-up:   cpu = select_task_rq(se, se.cpu, waker); enqueue(cpu, se, now, kEnqueueWakeup);
+//              if (wakeup_preempts(cpu, se, now)) reschedule cpu (IPI if remote)
+//   block:     dequeue(cpu, se, now, kDequeueSleep); next = pick_next(cpu, now)
+//   slice end: if (tick(cpu, now)) next = pick_next(cpu, now);
+//              for (auto [c, e] : nohz_idle_balance(cpu, now)) reschedule c
+//   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
+// and after each of them re-arm the slice timer with slice_left(cpu, now).
+//
+// Left out: periodic load balancing of busy pCPUs at the tick
+// (rebalance_domains with its imbalance computation; nohz_idle_balance() is
+// a simplified stand-in for idle pCPUs), wake_affine_weight (WA_WEIGHT) and wake_wide, the
+// SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
+// NUMA balancing, group scheduling, PELT (load is the sum of weights).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "sim/sched/cfs.h"
+#include "sim/sched/topology.h"
+
+namespace kvmsim {
+
+class ParamSet;
+
+struct SchedCounters {
+  std::uint64_t context_switches = 0;    // rq->nr_switches: pick_next() chose another entity
+                                         // (idle counts as one)
+  std::uint64_t migrations = 0;          // an entity enqueued on another pCPU than its last
+  std::uint64_t wakeups = 0;             // enqueue with kEnqueueWakeup
+  std::uint64_t wakeup_preemptions = 0;  // wakeup_preempts() set need_resched on a busy pCPU
+  std::uint64_t tick_preemptions = 0;    // tick() set need_resched
+  std::uint64_t idle_balance_pulls = 0;  // entities pulled by idle_balance()
+};
+
+class HostScheduler {
+ public:
+  // `topology` must outlive the scheduler.
+  HostScheduler(const Topology& topology, const CfsTunables& tunables);
+  HostScheduler(const HostScheduler&) = delete;  // the queues point at tunables_
+  HostScheduler& operator=(const HostScheduler&) = delete;
+  // host.sched_* parameters (declared in sim/sched/params.cpp), scaled for the topology's cpus.
+  static CfsTunables tunables_from(const ParamSet& params, const TscClock& clock, int ncpus);
+
+  // select_task_rq_fair() for a wake-up: the pCPU to enqueue `se` on. An
+  // idle waker pCPU sharing the LLC with prev becomes the target unless prev
+  // is idle too (wake_affine_idle); then select_idle_sibling(): target if
+  // idle, prev if idle and sharing the LLC, a wholly idle core in target's
+  // LLC, any idle pCPU there (scanned from target upwards, wrapping), else
+  // target. Only allowed pCPUs are chosen; if target is not allowed, the
+  // first allowed pCPU on prev's socket, else the first allowed
+  // (select_fallback_rq). prev_cpu < 0 (a new task, never ran):
+  // find_idlest_cpu(), the least loaded socket, core, then pCPU (waker_cpu
+  // ignored). An entity still current on its pCPU (dequeued, pick_next
+  // pending there) stays on it. waker_cpu may be -1 (wake-up from a timer
+  // or device interrupt with no waker task).
+  [[nodiscard]] int select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const;
+
+  // enqueue_task_fair(): `se` becomes runnable on `cpu`. Flags: kEnqueueWakeup
+  // for a sleeper waking up (sleeper credit), kEnqueueNone for a new entity
+  // (START_DEBIT) or one moved by the caller. A move to another pCPU than
+  // se.cpu is normalised (migrate_task_rq_fair) and counted as a migration.
+  // Throws std::logic_error if `cpu` is not allowed or `se` is on a queue.
+  void enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags);
+  // dequeue_task_fair(): kDequeueSleep when `se` blocks. If `se` was the
+  // current entity the caller must call pick_next(cpu, now) next (schedule()).
+  void dequeue(int cpu, SchedEntity& se, Tsc now, unsigned flags);
+
+  // __schedule() for the fair class: put the current entity back (if still
+  // runnable), and pick the next one; if the queue is empty, newidle balance
+  // first (idle_balance). Returns nullptr for the idle task. Clears
+  // need_resched. The caller runs the context switch if the result differs
+  // from the previous current (counted in context_switches); its cost falls
+  // into the next entity's runtime (exec_start = now, as rq_clock is read at
+  // the top of __schedule()).
+  SchedEntity* pick_next(int cpu, Tsc now);
+
+  // scheduler_tick() -> task_tick_fair(): account the current entity and
+  // check its slice. True = need_resched set: call pick_next(cpu, now).
+  // Works for a periodic tick (host.tick_hz) and for a timer armed with slice_left().
+  bool tick(int cpu, Tsc now);
+  // check_preempt_curr() after enqueueing `woken` on `cpu` (ttwu_do_wakeup).
+  // True = need_resched set on `cpu`: the caller reschedules it (a reschedule
+  // IPI if remote, or the vCPU's exit). Always true if `cpu` was idle.
+  bool wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now);
+  // sched_yield() of the current entity on `cpu`; the caller then calls pick_next.
+  void yield(int cpu, Tsc now);
+
+  // newidle_balance(): for an idle `cpu`, pull one runnable, not running,
+  // allowed, cache-cold (exec_start older than sched_migration_cost) entity
+  // from the busiest queue (largest load, then most runnable, then lowest
+  // number; needs >= 2 runnable) of the smallest domain that has one: SMT
+  // core, LLC, machine. The pulled entity is enqueued on `cpu` (counted as a
+  // migration) and returned; the caller then calls pick_next(cpu, now).
+  // pick_next() calls this itself when its queue is empty. nullptr if nothing.
+  // The source pCPU's slice timer may now fire early: tick() returns false
+  // there and slice_left() gives the new time.
+  SchedEntity* idle_balance(int cpu, Tsc now);
+
+  // Stand-in for the nohz idle balancer, which a busy pCPU's tick kicks
+  // (nohz_balancer_kick(): the ticking queue has >= 2 runnable) to balance on
+  // behalf of the idle pCPUs, whose tick is stopped: idle_balance() for every
+  // idle pCPU, lowest first. Returns (pCPU, pulled entity) pairs; the caller
+  // wakes each such pCPU and calls pick_next there. Without it an idle pCPU
+  // pulls only when it schedules (e.g. an idle socket next to a full one,
+  // since wake-ups stay in their LLC).
+  std::vector<std::pair<int, SchedEntity*>> nohz_idle_balance(int busy_cpu, Tsc now);
+
+  // Cycles of execution left before tick() would preempt the current entity
+  // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else
+  // is runnable on `cpu`. >= 1. Re-query after any enqueue/dequeue/pick on `cpu`.
+  [[nodiscard]] Tsc slice_left(int cpu, Tsc now) const;
+  // update_curr(): bring the current entity's sum_exec_runtime up to `now`
+  // (for reading run time in metrics).
+  void update_curr(int cpu, Tsc now);
+
+  [[nodiscard]] int cpus() const { return static_cast<int>(rqs_.size()); }
+  [[nodiscard]] SchedEntity* curr(int cpu) const { return rq(cpu).curr(); }
+  [[nodiscard]] bool idle(int cpu) const { return rq(cpu).idle(); }  // idle_cpu()
+  [[nodiscard]] bool need_resched(int cpu) const {
+    return need_resched_.at(static_cast<std::size_t>(cpu));
+  }
+  [[nodiscard]] const CfsRq& rq(int cpu) const { return rqs_.at(static_cast<std::size_t>(cpu)); }
+  [[nodiscard]] const SchedCounters& counters() const { return counters_; }
+  [[nodiscard]] const CfsTunables& tunables() const { return tunables_; }
+  [[nodiscard]] const Topology& topology() const { return topo_; }
+
+  // Observers (e.g. the sched_migrate_task trace event): from, to, time.
+  std::function<void(const SchedEntity&, int, int, Tsc)> on_migrate;
+
+ private:
+  CfsRq& rq_mut(int cpu) { return rqs_.at(static_cast<std::size_t>(cpu)); }
+  [[nodiscard]] int select_idle_sibling(const SchedEntity& se, int prev, int target) const;
+  [[nodiscard]] int find_idlest_cpu(const SchedEntity& se) const;
+  [[nodiscard]] int select_fallback_rq(const SchedEntity& se, int prev) const;
+  [[nodiscard]] SchedEntity* detachable(const CfsRq& src, int dst_cpu, Tsc now) const;
+
+  const Topology& topo_;
+  CfsTunables tunables_;  // before rqs_: they point at it
+  std::vector<CfsRq> rqs_;
+  std::vector<bool> need_resched_;
+  std::vector<std::vector<std::vector<int>>> domains_;  // per cpu: spans, smallest first
+  std::vector<std::vector<int>> smt_, llc_;             // per cpu: smt_span, llc_span
+  SchedCounters counters_;
+};
+
+}  // namespace kvmsim

@@ -1,0 +1,107 @@
+// Shared pCPUs under the host's fair scheduler: over-commit fair shares,
+// steal time, the context-switch rate the slice parameters imply, the sched
+// trace events, and the scheduling invariants under random load.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "sim/sched/sched_invariants.h"
+#include "tests/cli/cli_runner.h"
+
+using namespace kvmsim::test;
+
+TEST_CASE(
+    "overcommit_busy: each vCPU gets the fair share of the pCPU it shares, waits the rest as "
+    "steal time, and is switched at the rate the CFS slices imply",
+    "[cli][sched]") {
+  const double T = 4.0;
+  const auto m =
+      run_metrics("oc-busy", "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=4");
+  REQUIRE(m.at("sim.simulated_s") == Approx(T));
+  // 9 always-runnable threads on 4 pCPUs, no periodic balancing that would
+  // change a 3-2-2-2 split (v5.4 leaves it: moving one task only swaps the
+  // imbalance): two vCPUs share a pCPU with the host hog (1/3 each), six
+  // share a pCPU in pairs (1/2).
+  CHECK(m.at("host.sched.migrations") == 0);
+  int thirds = 0, halves = 0;
+  double total_run = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string k = "vcpu." + std::to_string(i);
+    const double run = m.at(k + ".run_s"), steal = m.at(k + ".steal_s");
+    INFO(k << " run " << run << " steal " << steal);
+    total_run += run;
+    CHECK(run + steal == Approx(T).epsilon(0.001));  // always runnable: waiting = steal
+    if (std::fabs(run - T / 3) < 0.05 * T / 3) ++thirds;
+    if (std::fabs(run - T / 2) < 0.05 * T / 2) ++halves;
+  }
+  CHECK(thirds == 2);
+  CHECK(halves == 6);
+  CHECK(m.at("vcpu.steal_s") == Approx(8 * T - total_run).epsilon(0.001));
+  // CFS with 8 online CPUs (log scaling: x4): latency 24 ms, so a pCPU with
+  // n threads gives slices of 24/n ms, ended by the first HZ=1000 tick past
+  // the slice: about 1000/(24/n + 1) switches per second.
+  const double expected = T * (1000.0 / (24.0 / 3 + 1) + 3 * 1000.0 / (24.0 / 2 + 1));
+  INFO("context switches " << m.at("host.sched.context_switches").get<double>() << " expected ~"
+                           << expected);
+  CHECK(m.at("host.sched.context_switches").get<double>() == Approx(expected).epsilon(0.1));
+  CHECK(m.at("vcpu.preemptions").get<double>() > 0.8 * expected);
+}
+
+TEST_CASE("the over-commit trace reads back with every context switch as a sched_switch",
+          "[cli][sched][trace]") {
+  const auto dir = out_dir("oc-trace");
+  const auto r =
+      run_cli("run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5 -q --out " +
+              dir.string() + " --trace " + (dir / "t.txt").string());
+  REQUIRE(r.exit_code == 0);
+  const auto m = read_json(dir / "summary.json").at("metrics");
+  const auto s = run_cli("trace-stats " + (dir / "t.txt").string() + " --json");
+  REQUIRE(s.exit_code == 0);
+  const auto j = nlohmann::json::parse(s.output.substr(s.output.find('{')));
+  CHECK(j.at("events").at("sched_switch").at("count") == m.at("host.sched.context_switches"));
+  CHECK(j.at("lines").at("malformed") == 0);
+}
+
+TEST_CASE(
+    "under random load (unpinned HLT vCPUs, host hogs, kworkers, noise) no scheduling "
+    "invariant breaks and every kick of a blocked vCPU wakes it",
+    "[cli][sched]") {
+  for (int seed : {1, 2, 3, 4}) {
+    INFO("seed " << seed);
+    const auto m =
+        run_metrics("sched-random-" + std::to_string(seed),
+                    "tests/data/scenarios/sched_random_load.yaml --seed " + std::to_string(seed));
+    CHECK(m.at("invariants.violations") == 0);
+    CHECK(m.at("vcpu.kicks_lost") == 0);
+    CHECK(m.at("cyclictest.loops") == 1500);
+    CHECK(m.at("vcpu.kicks").get<double>() > 1000);  // timer wake-ups of blocked vCPUs
+    CHECK(m.at("host.sched.wakeup_preemptions").get<double>() > 1000);  // they preempt the hogs
+    CHECK(m.at("host.sched.migrations").get<double>() >= 1);  // new-idle balance moved one
+  }
+}
+
+TEST_CASE("the invariant checker flags a pCPU running two threads and a vCPU entering elsewhere",
+          "[sched]") {
+  kvmsim::SchedInvariants chk({1000});
+  chk.on_sched_switch(0, "swapper/0", 0, 120, true, "CPU 0/KVM", 1000, 120, 10);
+  CHECK(chk.violations() == 0);
+  chk.on_vmentry(0, 0, 11);  // fine: it is current on pCPU 0
+  CHECK(chk.violations() == 0);
+  chk.on_sched_switch(1, "swapper/1", 0, 120, true, "CPU 0/KVM", 1000, 120, 12);  // on two pCPUs
+  CHECK(chk.violations() == 1);
+  chk.on_sched_switch(0, "hog", 3000, 120, true, "swapper/0", 0, 120, 13);  // 3000 was not running
+  CHECK(chk.violations() == 2);
+  chk.on_vmentry(0, 0, 14);  // pCPU 0 now idle
+  CHECK(chk.violations() == 3);
+}
+
+TEST_CASE("two idle=poll vCPUs pinned to one pCPU share it half and half", "[cli][sched]") {
+  const auto m = run_metrics("shared-pin",
+                             "scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,2] "
+                             "--set host.tick_hz=1000 --set workload.type=busy "
+                             "--set sim.max_simulated_s=2");
+  CHECK(m.at("vcpu.0.run_s").get<double>() == Approx(1.0).epsilon(0.02));
+  CHECK(m.at("vcpu.1.run_s").get<double>() == Approx(1.0).epsilon(0.02));
+  CHECK(m.at("vcpu.0.steal_s").get<double>() == Approx(1.0).epsilon(0.02));
+}

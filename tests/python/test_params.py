@@ -1,0 +1,64 @@
+"""Parameter declarations and override validation, in-process (no elaboration)."""
+import subprocess
+
+import pytest
+
+import kvmsim
+from conftest import T1
+
+CONTRACT_KEYS = ["kvm.enable_hv_timer", "kvm.lapic_timer_advance_ns", "kvm.hv_timer_advance",
+                 "kvm.exit_fastpath", "cyclictest.loops", "vm.count",
+                 "vm.vcpus", "platform.apicv", "sim.max_simulated_s"]
+
+
+def test_params_frame_lists_every_declaration_with_type_default_unit_range_doc():
+    df = kvmsim.params()
+    assert list(df.columns[:5]) == ["key", "type", "default", "unit", "range"]
+    assert df["key"].is_unique
+    for key in CONTRACT_KEYS:
+        assert key in set(df["key"]), key
+    row = df.set_index("key").loc["kvm.enable_hv_timer"]
+    assert row["type"] == "bool" and row["default"] in ("true", "false")
+    assert (df["doc"].str.len() > 0).all()
+
+
+def test_params_frame_matches_the_cli_listing(kvmsim_binary):
+    listing = subprocess.run([kvmsim_binary, "params"], capture_output=True, text=True,
+                             check=True).stdout
+    keys = set(kvmsim.params()["key"])
+    listed = {line.split()[0] for line in listing.splitlines() if line and "." in line.split()[0]}
+    assert keys == listed
+
+
+@pytest.mark.parametrize("override", ["kvm.enable_hv_timr=true", "cyclictest.loops=-3",
+                                      "kvm.enable_hv_timer=maybe"])
+def test_validate_raises_scenario_error_with_the_clis_message(override, kvmsim_binary):
+    key, value = override.split("=")
+    with pytest.raises(kvmsim.ScenarioError) as err:
+        kvmsim.validate(set={key: value}, scenario=T1)
+    cli = subprocess.run([kvmsim_binary, "run", T1, "-q", "--set", override],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2
+    assert f"kvmsim: error: {err.value}" in cli.stderr
+
+
+def test_unknown_key_message_suggests_the_declared_key():
+    with pytest.raises(kvmsim.ScenarioError, match="did you mean 'kvm.enable_hv_timer'"):
+        kvmsim.validate(set={"kvm.enable_hv_timr": True})
+
+
+def test_resolve_applies_file_then_overrides_and_says_where_each_value_came_from():
+    df = kvmsim.resolve(T1, set={"cyclictest.loops": 1234, "kvm.enable_hv_timer": False},
+                        origins=True).set_index("key")
+    assert df.loc["cyclictest.loops", "value"] == "1234"
+    assert df.loc["cyclictest.loops", "origin"] == "--set"
+    assert df.loc["kvm.enable_hv_timer", "value"] == "false"
+    assert df.loc["vm.vcpus", "origin"].startswith(T1 + ":")
+    assert kvmsim.resolve(set={})["cyclictest.loops"] == \
+        kvmsim.params().set_index("key").loc["cyclictest.loops", "default"]
+
+
+def test_python_values_become_set_text():
+    r = kvmsim.resolve(T1, set={"kvm.enable_hv_timer": False, "vm.pinning": [3, 2]})
+    assert r["kvm.enable_hv_timer"] == "false"
+    assert r["vm.pinning"] == "[3, 2]"
