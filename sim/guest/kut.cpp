@@ -125,22 +125,33 @@ GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {
 VmexitTimerTests::VmexitTimerTests(Vcpu& vcpu, KutCosts costs, std::vector<std::string> tests,
                                    std::uint64_t goal_cycles, std::function<void()> on_done)
     : KutGuest(vcpu, std::move(costs), std::move(on_done)),
-      tests_(std::move(tests)),
-      goal_(goal_cycles) {}
+      harness_(std::move(tests), goal_cycles) {}
+
+VmexitHarness::BatchEnd VmexitHarness::batch_end(std::uint64_t t2) {
+  if (t2 - t1_ < goal_) return BatchEnd::Again;
+  VmexitResult res{tests_[test_], iterations_, (t2 - t1_) / iterations_, {}};
+  if (stage_totals_) {
+    // Segments still running (this guest step) are not in the totals:
+    // close enough for a batch of 2^k iterations.
+    for (std::size_t i = 0; i < res.stage_cycles.size(); ++i)
+      res.stage_cycles[i] = static_cast<double>(stage_totals_->totals()[i] - batch_start_[i]) /
+                            static_cast<double>(iterations_);
+  }
+  results_.push_back(res);
+  if (++test_ == tests_.size()) return BatchEnd::Done;
+  iterations_ = 32;
+  return BatchEnd::NextTest;
+}
 
 bool VmexitTimerTests::known_test(const std::string& name) {
   return name == "tscdeadline" || name == "tscdeadline_immed";
 }
 
 GuestStep VmexitTimerTests::main_step(Tsc now) {
-  const bool immed = tests_[test_] == "tscdeadline_immed";
+  const bool immed = harness_.test() == "tscdeadline_immed";
   switch (phase_) {
     case Phase::BatchStart:
-      // do_test(): iterations *= 2; t1 = rdtsc();
-      iterations_ *= 2;
-      i_ = 0;
-      t1_ = rdtsc(now);
-      if (stage_totals_) batch_start_ = stage_totals_->totals();
+      harness_.batch_start(rdtsc(now));  // do_test(): iterations *= 2; t1 = rdtsc();
       phase_ = Phase::Iter;
       [[fallthrough]];
     case Phase::Iter: {
@@ -159,30 +170,19 @@ GuestStep VmexitTimerTests::main_step(Tsc now) {
       phase_ = Phase::IterEnd;
       return GuestStep::run(Stage::Guest, costs_.loop(rng_));
     case Phase::IterEnd: {
-      if (++i_ < iterations_) {
+      if (harness_.next_iteration()) {
         phase_ = Phase::Iter;
         return main_step(now);
       }
-      const std::uint64_t t2 = rdtsc(now);
-      if (t2 - t1_ < goal_) {
-        phase_ = Phase::BatchStart;
-        return main_step(now);
+      switch (harness_.batch_end(rdtsc(now))) {
+        case VmexitHarness::BatchEnd::Done:
+          phase_ = Phase::Finished;
+          done();
+          return GuestStep::idle(Stage::GuestIdle);
+        case VmexitHarness::BatchEnd::Again:
+        case VmexitHarness::BatchEnd::NextTest:
+          break;
       }
-      VmexitResult res{tests_[test_], iterations_, (t2 - t1_) / iterations_, {}};
-      if (stage_totals_) {
-        // Segments still running (this guest step) are not in the totals:
-        // close enough for a batch of 2^k iterations.
-        for (std::size_t i = 0; i < res.stage_cycles.size(); ++i)
-          res.stage_cycles[i] = static_cast<double>(stage_totals_->totals()[i] - batch_start_[i]) /
-                                static_cast<double>(iterations_);
-      }
-      results_.push_back(res);
-      if (++test_ == tests_.size()) {
-        phase_ = Phase::Finished;
-        done();
-        return GuestStep::idle(Stage::GuestIdle);
-      }
-      iterations_ = 32;
       phase_ = Phase::BatchStart;
       return main_step(now);
     }

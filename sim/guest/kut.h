@@ -118,14 +118,51 @@ struct VmexitResult {
   std::array<double, kStageCount> stage_cycles{};
 };
 
+// vmexit.c's do_test() harness, shared by the timer and the ipi tests: a
+// batch of `iterations` (32, doubled before each batch) is timed with rdtsc;
+// the first batch that takes GOAL cycles gives the result, then the next test.
+class VmexitHarness {
+ public:
+  VmexitHarness(std::vector<std::string> tests, std::uint64_t goal)
+      : tests_(std::move(tests)), goal_(goal) {}
+  // iterations *= 2; t1 = rdtsc(): `t` is the guest TSC.
+  void batch_start(std::uint64_t t) {
+    iterations_ *= 2;
+    i_ = 0;
+    t1_ = t;
+    if (stage_totals_) batch_start_ = stage_totals_->totals();
+  }
+  // One more iteration in this batch?
+  bool next_iteration() { return ++i_ < iterations_; }
+  enum class BatchEnd : std::uint8_t { Again, NextTest, Done };
+  // The batch ended at guest TSC `t2`: under GOAL, run a bigger one; else
+  // record the result and move to the next test (Done after the last).
+  BatchEnd batch_end(std::uint64_t t2);
+  [[nodiscard]] const std::string& test() const {
+    static const std::string kNone;
+    return test_ < tests_.size() ? tests_[test_] : kNone;
+  }
+  [[nodiscard]] const std::vector<VmexitResult>& results() const { return results_; }
+  void set_stage_totals(const StageTotals* t) { stage_totals_ = t; }
+
+ private:
+  std::vector<std::string> tests_;
+  std::uint64_t goal_;
+  std::size_t test_ = 0;
+  std::uint64_t iterations_ = 32, i_ = 0, t1_ = 0;
+  const StageTotals* stage_totals_ = nullptr;
+  StageTotals::Totals batch_start_{};
+  std::vector<VmexitResult> results_;
+};
+
 class VmexitTimerTests : public KutGuest {
  public:
   VmexitTimerTests(Vcpu& vcpu, KutCosts costs, std::vector<std::string> tests,
                    std::uint64_t goal_cycles, std::function<void()> on_done);
-  [[nodiscard]] const std::vector<VmexitResult>& results() const { return results_; }
+  [[nodiscard]] const std::vector<VmexitResult>& results() const { return harness_.results(); }
   static bool known_test(const std::string& name);
   // Where the time of each reported batch went (optional observer).
-  void set_stage_totals(const StageTotals* t) { stage_totals_ = t; }
+  void set_stage_totals(const StageTotals* t) { harness_.set_stage_totals(t); }
 
  protected:
   GuestStep main_step(Tsc now) override;
@@ -133,15 +170,9 @@ class VmexitTimerTests : public KutGuest {
 
  private:
   enum class Phase : std::uint8_t { BatchStart, Iter, AfterWrmsr, Spin, IterEnd, Finished };
-  std::vector<std::string> tests_;
-  std::uint64_t goal_;
-  std::size_t test_ = 0;
+  VmexitHarness harness_;
   Phase phase_ = Phase::BatchStart;
-  std::uint64_t iterations_ = 32, i_ = 0, t1_ = 0;
-  const StageTotals* stage_totals_ = nullptr;
-  StageTotals::Totals batch_start_{};
   int x_ = 0;
-  std::vector<VmexitResult> results_;
 };
 
 }  // namespace kvmsim

@@ -7,8 +7,7 @@ VmexitIpiTests::VmexitIpiTests(Vcpu& vcpu, KutCosts costs, KutIpiCosts ipi_costs
                                std::uint32_t target_apic_id, std::function<void()> on_done)
     : KutGuest(vcpu, std::move(costs), std::move(on_done)),
       ipi_costs_(std::move(ipi_costs)),
-      tests_(std::move(tests)),
-      goal_(goal_cycles),
+      harness_(std::move(tests), goal_cycles),
       target_(target_apic_id) {}
 
 void VmexitIpiTests::ipi_done_store() {
@@ -21,11 +20,7 @@ void VmexitIpiTests::ipi_done_store() {
 GuestStep VmexitIpiTests::main_step(Tsc now) {
   switch (phase_) {
     case Phase::BatchStart:
-      // do_test(): iterations *= 2; t1 = rdtsc();
-      iterations_ *= 2;
-      i_ = 0;
-      t1_ = rdtsc(now);
-      if (stage_totals_) batch_start_ = stage_totals_->totals();
+      harness_.batch_start(rdtsc(now));  // do_test(): iterations *= 2; t1 = rdtsc();
       phase_ = Phase::Iter;
       [[fallthrough]];
     case Phase::Iter:
@@ -38,7 +33,7 @@ GuestStep VmexitIpiTests::main_step(Tsc now) {
     case Phase::Spin:
       if (!ipi_done_) return spin();  // while (!ipi_done);
       // The store is seen once the line moved over; spin_unlock, return.
-      phase_ = tests_[test_] == "ipi_halt" ? Phase::HaltWait : Phase::IterEnd;
+      phase_ = harness_.test() == "ipi_halt" ? Phase::HaltWait : Phase::IterEnd;
       return GuestStep::run(Stage::Guest,
                             ipi_costs_.cacheline_transfer(rng_) + ipi_costs_.on_cpu(rng_));
     case Phase::HaltWait:
@@ -49,29 +44,20 @@ GuestStep VmexitIpiTests::main_step(Tsc now) {
         return GuestStep::run(Stage::Guest, until > now ? until - now : 0);
       }
     case Phase::IterEnd: {
-      if (++i_ < iterations_) {
+      if (harness_.next_iteration()) {
         phase_ = Phase::Iter;
         // The harness loop and the next on_cpu()'s prologue.
         return GuestStep::run(Stage::Guest, costs_.loop(rng_) + ipi_costs_.on_cpu(rng_));
       }
-      const std::uint64_t t2 = rdtsc(now);
-      if (t2 - t1_ < goal_) {
-        phase_ = Phase::BatchStart;
-        return main_step(now);
+      switch (harness_.batch_end(rdtsc(now))) {
+        case VmexitHarness::BatchEnd::Done:
+          phase_ = Phase::Finished;
+          done();
+          return GuestStep::idle(Stage::GuestIdle);
+        case VmexitHarness::BatchEnd::Again:
+        case VmexitHarness::BatchEnd::NextTest:
+          break;
       }
-      VmexitResult res{tests_[test_], iterations_, (t2 - t1_) / iterations_, {}};
-      if (stage_totals_) {
-        for (std::size_t i = 0; i < res.stage_cycles.size(); ++i)
-          res.stage_cycles[i] = static_cast<double>(stage_totals_->totals()[i] - batch_start_[i]) /
-                                static_cast<double>(iterations_);
-      }
-      results_.push_back(res);
-      if (++test_ == tests_.size()) {
-        phase_ = Phase::Finished;
-        done();
-        return GuestStep::idle(Stage::GuestIdle);
-      }
-      iterations_ = 32;
       phase_ = Phase::BatchStart;
       return main_step(now);
     }

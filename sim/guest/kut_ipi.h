@@ -34,8 +34,8 @@ class VmexitIpiTests : public KutGuest {
                  std::uint64_t goal_cycles, std::uint32_t target_apic_id,
                  std::function<void()> on_done);
   static bool known_test(const std::string& name) { return name == "ipi" || name == "ipi_halt"; }
-  [[nodiscard]] const std::vector<VmexitResult>& results() const { return results_; }
-  void set_stage_totals(const StageTotals* t) { stage_totals_ = t; }
+  [[nodiscard]] const std::vector<VmexitResult>& results() const { return harness_.results(); }
+  void set_stage_totals(const StageTotals* t) { harness_.set_stage_totals(t); }
   // The target's handler stored ipi_done = 1 (guest memory both vCPUs see).
   void ipi_done_store();
   // IPIs sent and handler acknowledgements seen, for the invariant checks.
@@ -49,17 +49,11 @@ class VmexitIpiTests : public KutGuest {
  private:
   enum class Phase : std::uint8_t { BatchStart, Iter, Spin, HaltWait, IterEnd, Finished };
   KutIpiCosts ipi_costs_;
-  std::vector<std::string> tests_;
-  std::uint64_t goal_;
+  VmexitHarness harness_;
   std::uint32_t target_;
-  std::size_t test_ = 0;
   Phase phase_ = Phase::BatchStart;
-  std::uint64_t iterations_ = 32, i_ = 0, t1_ = 0;
-  const StageTotals* stage_totals_ = nullptr;
-  StageTotals::Totals batch_start_{};
   bool ipi_done_ = false;
   std::uint64_t sent_ = 0, acks_ = 0;
-  std::vector<VmexitResult> results_;
 };
 
 // The AP: HLT loop, IPI_VECTOR handler.

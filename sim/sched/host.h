@@ -34,6 +34,9 @@ class Host : public MetricSource {
   HostScheduler& scheduler() { return *sched_; }
   // The pCPU `cpu`, created (with its tick) on first use.
   Pcpu& pcpu(int cpu);
+  [[nodiscard]] bool has_pcpu(int cpu) const {
+    return by_id_.at(static_cast<std::size_t>(cpu)) != nullptr;
+  }
   [[nodiscard]] const std::vector<Pcpu*>& pcpus() const { return order_; }  // creation order
 
   // A thread the host runs (owned by the caller). Threads are started with

@@ -85,8 +85,13 @@ void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
   end_idle(now);  // a busy thread sees need_resched at its next preemption point
 }
 
+// scheduler_tick(): task_tick_fair() checks the slice; a busy queue kicks
+// the nohz idle balancer, which pulls work to idle pCPUs (each reached with a
+// reschedule IPI, as nohz_balancer_kick's IPI reaches the balancing CPU).
 void Pcpu::scheduler_tick(Tsc now) {
   if (sched_.tick(id_, now)) end_idle(now);
+  for (const auto& pulled : sched_.nohz_idle_balance(id_, now))
+    if (host_.has_pcpu(pulled.first)) host_.pcpu(pulled.first).resched_curr(now, this, now);
 }
 
 void Pcpu::sleep_current(Tsc now) {

@@ -105,3 +105,23 @@ TEST_CASE("two idle=poll vCPUs pinned to one pCPU share it half and half", "[cli
   CHECK(m.at("vcpu.1.run_s").get<double>() == Approx(1.0).epsilon(0.02));
   CHECK(m.at("vcpu.0.steal_s").get<double>() == Approx(1.0).epsilon(0.02));
 }
+
+TEST_CASE(
+    "vmexit.flat ipi with both vCPUs on one pCPU: every IPI is accepted and handled once, the "
+    "blocked target is switched in by wake-up preemption and the invariants hold",
+    "[cli][sched]") {
+  const auto m = run_metrics("ipi-shared",
+                             "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=4000000 "
+                             "--set vm.pinning=[2,2] --set host.tick_hz=1000 "
+                             "--set sim.check_invariants=true");
+  const double sent = m.at("ipi.sent");
+  CHECK(sent > 100);
+  CHECK(m.at("ipi.accepted") == sent);
+  CHECK(m.at("ipi.handled") == sent);
+  CHECK(m.at("invariants.violations") == 0);
+  CHECK(m.at("vcpu.kicks_lost") == 0);
+  // Two switches per IPI at least: sender -> target (woken), target -> sender (HLT).
+  CHECK(m.at("host.sched.context_switches").get<double>() >= 2 * sent);
+  // Sharing the pCPU costs the context switches: far slower than on two pCPUs.
+  CHECK(m.at("vmexit.ipi.cycles").get<double>() > 2 * 4238);
+}
