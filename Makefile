@@ -53,7 +53,7 @@ bench: build
 
 # The model leaks its SystemC objects on purpose (one elaboration per process): no leak checks.
 sanitize: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVMSIM_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVMSIM_SANITIZE=ON -DKVMSIM_PYTHON=OFF $(CMAKE_ARGS)
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -j2
 
