@@ -4,6 +4,7 @@
 #   make test    build, run ctest, then pytest over tests/python (the Python package is
 #                build/python/kvmsim: PYTHONPATH=build/python)
 #   make bench   build, run kvmsim-bench
+#   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
 #   make format  clang-format -i over the C++ sources
 #   make tidy    clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
 #   make clean   remove build/
@@ -20,7 +21,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 FORMAT_DIRS := sim tools bench tests bindings
 FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
 
-.PHONY: all deps configure build demo test bench format tidy clean
+.PHONY: all deps configure build demo test bench sanitize format tidy clean
 
 all: build
 
@@ -49,6 +50,12 @@ test: build
 
 bench: build
 	./$(BUILD_DIR)/kvmsim-bench
+
+# The model leaks its SystemC objects on purpose (one elaboration per process): no leak checks.
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVMSIM_SANITIZE=ON -DKVMSIM_PYTHON=OFF $(CMAKE_ARGS)
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -j2
 
 format:
 	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format -i

@@ -47,6 +47,8 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
   s += fmt::format("  simulated {:.3f} s in {:.2f} s wall, {:.0f} events ({:.1f} M events/s)\n",
                    get("sim.simulated_s"), get("sim.wall_s"), get("sim.events"),
                    get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
+  s += fmt::format("  fingerprint {:.0f}{}\n", get("sim.fingerprint"),
+                   get("sim.partial") ? "  PARTIAL RESULT (the workload did not finish)" : "");
   if (r.histogram) {
     s += fmt::format(
         "\ncyclictest: {:.0f} loops  min {:.0f} us  avg {:.2f} us  p50 {:.0f} us  p99 {:.0f} us  "
@@ -64,6 +66,26 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
                                                 static_cast<double>(peak));
       s += fmt::format("  {:>4} us {:>9}  {}\n", b, h.count(b), std::string(bar ? bar : 1, '#'));
     }
+  }
+  if (r.metrics.count("tscdeadline_latency.samples")) {
+    // kvm-unit-tests x86/tscdeadline_latency's own numbers (guest TSC cycles).
+    s += fmt::format("\ntscdeadline_latency: {:.0f} samples  min {:.0f}  avg {:.0f}  max {:.0f} "
+                     "cycles (guest TSC)\n",
+                     get("tscdeadline_latency.samples"), get("tscdeadline_latency.min_cycles"),
+                     get("tscdeadline_latency.avg_cycles"), get("tscdeadline_latency.max_cycles"));
+  }
+  bool vmexit_header = false;
+  for (const auto& [k, v] : m) {
+    // x86/vmexit prints "<test> <cycles per iteration>" for each test.
+    const std::string suffix = ".cycles";
+    if (k.rfind("vmexit.", 0) != 0 || k.find(".stage.") != std::string::npos ||
+        k.size() < suffix.size() || k.compare(k.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    if (!vmexit_header) s += "\nvmexit (cycles per iteration, as vmexit.flat prints them):\n";
+    vmexit_header = true;
+    const std::string name = k.substr(7, k.size() - 7 - suffix.size());
+    s += fmt::format("  {} {:.0f}  ({:.0f} iterations)\n", name, v,
+                     get("vmexit." + name + ".iterations"));
   }
   if (!r.breakdown.empty()) {
     s += "\nwhere the latency goes (mean per wake-up, from the timer deadline):\n";

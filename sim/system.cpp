@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <systemc>
 
+#include "sim/core/invariants.h"
 #include "sim/guest/workload.h"
 #include "sim/sched/host.h"
 #include "sim/sched/host_task.h"
@@ -110,6 +111,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   g_run_ahead_now = kTscNever;
   ctx_.obs.add(&exit_stats_);
   ctx_.obs.add(&breakdown_);
+  ctx_.obs.add(&guard_);  // fingerprint, invariants, a signal's stop request (run_guard.h)
 
   host_ = std::make_unique<Host>(p, ctx_);
   const int nvms = static_cast<int>(p.i("vm.count"));
@@ -216,17 +218,19 @@ RunResult System::run() {
                  ctx_.run_ahead ? "on" : "off", static_cast<unsigned long long>(ctx_.events),
                  static_cast<unsigned long long>(ctx_.activations),
                  static_cast<unsigned long long>(ctx_.run_ahead_ties));
+  if (!invariant_violation().empty()) throw InvariantError(invariant_violation());
 
   RunResult r;
   const Tsc end = now_tsc();  // where a pCPU that ran ahead called sc_stop(), if one did
   host_->account_to(end);
-  r.completed = stopped_;
+  r.completed = stopped_ || workload_->open_ended();
   r.simulated_s = clk.to_s(static_cast<double>(end));
   auto& mt = r.metrics;
   mt["sim.events"] = static_cast<double>(ctx_.events);
   mt["sim.wall_s"] = wall_s;
   mt["sim.simulated_s"] = r.simulated_s;
   mt["sim.seed"] = static_cast<double>(ctx_.seed);
+  mt["sim.fingerprint"] = static_cast<double>(guard_.fingerprint());
 
   for (int i = 0; i < kMaxExitReason; ++i) {
     const auto& s = exit_stats_.all()[static_cast<std::size_t>(i)];

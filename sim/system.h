@@ -20,6 +20,7 @@
 #include "sim/core/histogram.h"
 #include "sim/core/metrics.h"
 #include "sim/core/params.h"
+#include "sim/core/run_guard.h"
 
 namespace kvmsim {
 
@@ -97,6 +98,7 @@ class System {
   SimContext ctx_;
   ExitStats exit_stats_;
   LatencyBreakdown breakdown_;
+  RunGuard guard_;
   std::unique_ptr<Host> host_;
   std::vector<std::unique_ptr<Vm>> vms_;
   std::vector<Vcpu*> vcpus_;

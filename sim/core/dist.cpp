@@ -106,7 +106,61 @@ std::string Quantity::str() const {
   return fmt::format("{}ns", value);
 }
 
+namespace {
+
+// The physically meaningful range of a stage cost: nothing a CPU does in one
+// stage takes a simulated second, and a draw must fit a 64-bit cycle count
+// with room to spare (1e10 cycles is one second at 10 GHz, above any TSC).
+constexpr double kMaxCostNs = 1e9;
+constexpr double kMaxCostCycles = 1e10;
+constexpr double kMaxLogNormalSigma = 2;  // e^(8.3 sigma) stays far below 2^64 cycles
+
+std::string too_large(const Quantity& q) {
+  if (q.cycles ? std::fabs(q.value) <= kMaxCostCycles : std::fabs(q.value) <= kMaxCostNs)
+    return {};
+  return fmt::format("{} is above one simulated second (limit 1s, or 1e10cyc)", q.str());
+}
+
+// Range checks of a parsed distribution ("" when it is fine).
+std::string range_problem(const CostDist& d) {
+  std::vector<const Quantity*> qs{&d.a, &d.b, &d.shift};
+  if (d.min) qs.push_back(&*d.min);
+  if (d.max) qs.push_back(&*d.max);
+  for (const auto& p : d.points) qs.push_back(&p.first);
+  for (const auto* q : qs)
+    if (auto why = too_large(*q); !why.empty()) return why;
+  if (d.kind == DistKind::LogNormal && d.sigma > kMaxLogNormalSigma)
+    return fmt::format("lognormal: sigma {} is above {} (its tail would overflow)", d.sigma,
+                       kMaxLogNormalSigma);
+  if (d.min && d.max && d.min->cycles == d.max->cycles && d.min->value > d.max->value)
+    return fmt::format("min={} is above max={}", d.min->str(), d.max->str());
+  if (d.kind == DistKind::Uniform && d.a.cycles == d.b.cycles && d.a.value > d.b.value)
+    return fmt::format("uniform: lo {} is above hi {}", d.a.str(), d.b.str());
+  double total = 0;
+  for (const auto& p : d.points) total += p.second;
+  for (const auto& p : d.parts) total += p.first;
+  if ((d.kind == DistKind::Empirical || d.kind == DistKind::Mix) && !(total > 0))
+    return "the weights add up to 0";
+  return {};
+}
+
+std::optional<CostDist> parse_unchecked(const std::string& text, std::string* error);
+
+}  // namespace
+
 std::optional<CostDist> CostDist::parse(const std::string& text, std::string* error) {
+  auto d = parse_unchecked(text, error);
+  if (!d) return d;
+  if (auto why = range_problem(*d); !why.empty()) {
+    if (error) *error = why;
+    return std::nullopt;
+  }
+  return d;
+}
+
+namespace {
+
+std::optional<CostDist> parse_unchecked(const std::string& text, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<CostDist> {
     if (error) *error = why;
     return std::nullopt;
@@ -121,7 +175,7 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
                       "distribution (const/normal/lognormal/uniform/exponential/empirical)",
                       t));
     if (q->value < 0) return fail("a cost cannot be negative");
-    return constant(*q);
+    return CostDist::constant(*q);
   }
   if (t.back() != ')') return fail(fmt::format("missing ')' in '{}'", t));
   const std::string name = trim(t.substr(0, open));
@@ -137,7 +191,7 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
       if (!w || *w < 0)
         return fail(fmt::format("mix(w1: dist, w2: dist, ...): bad component '{}'", a));
       std::string sub_err;
-      auto sub = parse(a.substr(colon + 1), &sub_err);
+      auto sub = CostDist::parse(a.substr(colon + 1), &sub_err);
       if (!sub)
         return fail(fmt::format("mix component '{}': {}", trim(a.substr(colon + 1)), sub_err));
       d.parts.emplace_back(*w, std::move(*sub));
@@ -218,6 +272,8 @@ std::optional<CostDist> CostDist::parse(const std::string& text, std::string* er
   }
   return d;
 }
+
+}  // namespace
 
 std::string CostDist::str() const {
   std::string opts;

@@ -571,3 +571,34 @@ TEST_CASE("dist: a constant stage draws no random number", "[dist][random]") {
   for (int i = 0; i < 100; ++i) REQUIRE(c(a) == 702);  // 305 ns at 2.3 GHz, clamped
   CHECK(a.next_u64() == b.next_u64());
 }
+
+TEST_CASE("a cost above one simulated second, or one that could overflow, does not parse",
+          "[dist][reliability]") {
+  auto why = [](const std::string& text) {
+    std::string err;
+    const auto d = CostDist::parse(text, &err);
+    return d ? std::string("parsed") : err;
+  };
+  CHECK(why("1e10s").find("above one simulated second") != std::string::npos);
+  CHECK(why("1.5s").find("above one simulated second") != std::string::npos);
+  CHECK(why("normal(300ns, 2s)").find("above one simulated second") != std::string::npos);
+  CHECK(why("uniform(1us, 1e12us)").find("above one simulated second") != std::string::npos);
+  CHECK(why("2e10cyc").find("above one simulated second") != std::string::npos);
+  CHECK(why("empirical(400cyc:1, 1e11cyc:1)").find("above one simulated second") !=
+        std::string::npos);
+  CHECK(why("mix(1: 1us, 1: 9s)").find("above one simulated second") != std::string::npos);
+  CHECK(why("lognormal(9us, 3)").find("sigma 3 is above 2") != std::string::npos);
+  CHECK(why("normal(1us, 1ns, min=2us, max=1us)").find("min=2us is above max=1us") !=
+        std::string::npos);
+  CHECK(why("uniform(2us, 1us)").find("lo 2us is above hi 1us") != std::string::npos);
+  CHECK(why("empirical(1us:0, 2us:0)") == "the weights add up to 0");
+  CHECK(why("mix(0: 1us)") == "the weights add up to 0");
+  // At the limits, and everything the platforms use, still parses.
+  CHECK(why("1s") == "parsed");
+  CHECK(why("1e10cyc") == "parsed");
+  CHECK(why("lognormal(9us, 0.6, max=80us)") == "parsed");
+  // The largest accepted cost draws a finite cycle count.
+  Rng rng(1, "limit");
+  const Sampler s = must_parse("normal(1s, 100ms)").bind(TscClock{10'000'000});
+  for (int i = 0; i < 1000; ++i) CHECK(s(rng) < Tsc{20'000'000'000});
+}

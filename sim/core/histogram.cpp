@@ -157,6 +157,11 @@ struct ThreadOverflows {
   std::string text;
 };
 
+// 100 ms of 1 us buckets: kvmsim's own cyclictest.histogram_us maximum, and
+// far above any real cyclictest -h.
+constexpr std::size_t kMaxBuckets = 100000;
+constexpr std::size_t kMaxCells = 4000000;  // threads x buckets (32 MB of counts)
+
 class CyclictestParser {
  public:
   CyclictestReport parse(const std::string& text) {
@@ -166,12 +171,28 @@ class CyclictestParser {
       ++line_no_;
       line_ = raw;
       if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      for (const char c : line_) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 && c != '\t' && c != '\f' && c != '\v') {
+          line_ = fmt::format("byte 0x{:02x}", u);
+          fail("binary data: not a cyclictest text file");
+        }
+      }
       parse_line(line_);
     }
     if (!in_histogram_) {
       ++line_no_;
       line_.clear();
       fail("no '# Histogram' line before end of input");
+    }
+    // A file cut while being written (a full disk, a killed cyclictest).
+    if (!text.empty() && text.back() != '\n' && !footer_started_)
+      fail("the last line has no newline: the file was cut in the middle of a histogram row");
+    if (!rows_.empty() && !footer_started_) {
+      ++line_no_;
+      line_.clear();
+      fail("no summary line ('# Total:', '# Min Latencies:', ...) after the histogram rows: "
+           "the file was cut");
     }
     return finish();
   }
@@ -231,6 +252,11 @@ class CyclictestParser {
     if (fields.size() < 2) fail("histogram row needs a bucket and at least one count");
     const auto bucket = to_number<std::size_t>(fields[0]);
     if (!bucket) fail(fmt::format("bad bucket index '{}'", fields[0]));
+    // Every row below the highest is materialised: a stray huge index would
+    // allocate gigabytes (found by fuzz_histogram: 8060020 took 12 s).
+    if (*bucket >= kMaxBuckets)
+      fail(fmt::format("bucket index {} is not below {} (cyclictest -h takes at most that)",
+                       *bucket, kMaxBuckets));
     if (!rows_.empty() && *bucket <= rows_.back().first) fail("bucket index not increasing");
     std::vector<std::uint64_t> counts;
     for (std::size_t i = 1; i < fields.size(); ++i) {
@@ -304,6 +330,13 @@ class CyclictestParser {
 
     CyclictestReport report;
     report.buckets = rows_.empty() ? 0 : rows_.back().first + 1;
+    // Thread columns times buckets are materialised: bound the product too
+    // (fuzz_histogram: 12 columns x 551616 buckets took 15 s under ASan).
+    if (threads * report.buckets > kMaxCells)
+      fail_at(line_no_,
+              fmt::format("{} threads x {} buckets is above {} histogram cells", threads,
+                          report.buckets, kMaxCells),
+              "");
     report.threads.resize(threads);
     for (std::size_t t = 0; t < threads; ++t) {
       CyclictestThread& th = report.threads[t];
@@ -311,7 +344,16 @@ class CyclictestParser {
       for (const auto& [bucket, counts] : rows_) th.counts[bucket] = counts[t];
       th.total = 0;
       for (std::uint64_t c : th.counts) th.total += c;
-      if (total_) th.total = total_->v[t];
+      if (total_) {
+        // cyclictest's "# Total:" is the sum of its bucket counts (overflows apart).
+        if (total_->v[t] != th.total)
+          fail_at(total_->line,
+                  fmt::format("'# Total:' says {} for thread {} but its histogram rows add up "
+                              "to {}: inconsistent or cut file",
+                              total_->v[t], t, th.total),
+                  total_->text);
+        th.total = total_->v[t];
+      }
       if (overflows_) th.overflows = overflows_->v[t];
       if (min_) th.min_us = min_->v[t];
       if (avg_) th.avg_us = avg_->v[t];

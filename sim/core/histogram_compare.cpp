@@ -141,6 +141,13 @@ std::vector<LatencyHistogram> side_histograms(const CyclictestReport& r, bool me
 HistogramComparison compare_histograms(const CyclictestReport& a, const CyclictestReport& b,
                                        const CompareTolerances& tol, const CompareOptions& opts) {
   HistogramComparison c;
+  // A NaN tolerance would make every check pass (every comparison with NaN is false).
+  const std::pair<const char*, const std::optional<double>*> given[] = {
+      {"w1", &tol.w1_us}, {"ks", &tol.ks}, {"avg", &tol.avg_us}, {"p99", &tol.p99_us}};
+  for (const auto& [name, v] : given)
+    if (*v && !(std::isfinite(**v) && **v >= 0))
+      throw HistogramCompareError(
+          fmt::format("tolerance {} = {}: must be a finite number >= 0", name, **v));
   c.tolerances = tol.any() ? tol : CompareTolerances::defaults();
   c.merged = opts.merge_threads;
   c.threads_a = a.threads.size();

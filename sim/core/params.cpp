@@ -35,6 +35,7 @@ std::string format_number(double v) { return fmt::format("{}", v); }
 // Choices or numeric range, followed by `unit` (" ns" or "").
 std::string range_text(const ParamDecl& d, const std::string& unit) {
   if (!d.choices.empty()) return "one of: " + join(d.choices, ", ");
+  if (d.type == ParamType::Dist) return "each value <= 1 s";  // CostDist::parse checks it
   const bool lo = std::isfinite(d.min);
   const bool hi = std::isfinite(d.max);
   if (lo && hi) return fmt::format("[{}, {}]{}", format_number(d.min), format_number(d.max), unit);

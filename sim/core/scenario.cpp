@@ -125,7 +125,9 @@ class FileLoader {
   void load_includes(const YAML::Node& root) {
     for (auto it = root.begin(); it != root.end(); ++it) {
       if (!it->first.IsScalar() || it->first.Scalar() != "include") continue;
-      const YAML::Node& inc = it->second;
+      // A copy: `it->` is a proxy that dies with the statement, so a reference
+      // to its member would dangle (found by fuzz_scenario under ASan).
+      const YAML::Node inc = it->second;
       if (inc.IsScalar()) {
         load_include(inc);
       } else if (inc.IsSequence()) {
@@ -167,7 +169,7 @@ class FileLoader {
   void walk(const YAML::Node& map, const std::string& prefix) {
     std::map<std::string, YAML::Mark> here;  // literal keys of this mapping
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& k = it->first;
+      const YAML::Node k = it->first;  // a copy, see load_includes()
       if (!k.IsScalar()) fail(k.Mark(), "mapping keys must be plain names, got " + describe(k));
       const std::string full = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
       const auto [first, fresh] = here.emplace(full, k.Mark());

@@ -17,7 +17,6 @@ enum class Stage : std::uint8_t {
   ExitFastpath,     // vmx_exit_handlers_fastpath() + REENTER_GUEST, IRQs off
   WaitLapicExpire,  // kvm_wait_lapic_expire() busy-wait
   VcpuBlock,        // vcpu_block(): switch to the sw timer, kvm_vcpu_halt(), schedule() out
-  HaltPoll,         // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
   VcpuWakeup,       // idle exit, schedule() back in, switch to the hv timer
   // host, interrupts
   HostIrq,  // host hard IRQ (entry, handlers, irq_exit, softirqs)
@@ -34,6 +33,8 @@ enum class Stage : std::uint8_t {
   GuestContextSwitch,
   GuestSyscall,
   GuestUser,
+  // Appended (the values above are hashed by sim.fingerprint).
+  HaltPoll,  // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
   Count
 };
 

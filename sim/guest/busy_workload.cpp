@@ -11,6 +11,7 @@ namespace {
 class BusyWorkload : public Workload {
  public:
   explicit BusyWorkload(const ParamSet& p) : vcpu_(workload_vcpu(p)) {}
+  [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
   void build(System& sys) override {
     guests_ = boot_linux_guests(sys);
     guests_.at(static_cast<std::size_t>(vcpu_))->add_task(&hog_);

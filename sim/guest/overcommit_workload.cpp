@@ -12,6 +12,7 @@ namespace {
 
 class OvercommitWorkload : public Workload {
  public:
+  [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
   void build(System& sys) override {
     guests_ = boot_linux_guests(sys);
     hogs_.resize(guests_.size());

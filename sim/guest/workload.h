@@ -34,6 +34,9 @@ class Workload : public MetricSource {
   [[nodiscard]] virtual std::uint64_t progress_total() const { return 0; }
   // The vCPU (VM-major index) whose LAPIC reports lapic.timer_advance_ns.
   [[nodiscard]] virtual int measuring_vcpu() const { return 0; }
+  // No end of its own: runs until sim.max_simulated_s, and a run that gets
+  // there is complete (RunResult::completed); other workloads call sys.stop().
+  [[nodiscard]] virtual bool open_ended() const { return false; }
   void report(Metrics& /*m*/, const TscClock& /*clk*/) const override {}
 };
 

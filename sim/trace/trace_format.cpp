@@ -96,10 +96,16 @@ void payload(std::string& s, const SchedWakeup& e) {
 void payload(std::string& /*s*/, const std::monostate& /*e*/) {}
 
 void frame(std::string& s, std::int64_t ts_ns, const TraceTask& task, int cpu,
-           std::string_view event) {
-  const std::int64_t us = ts_ns > 0 ? (ts_ns + 500) / 1000 : 0;
-  fmt::format_to(Out(s), "{:>16}-{:<5} [{:03}] {:>5}.{:06}: {}:", task.comm, task.pid, cpu,
-                 us / 1000000, us % 1000000, event);
+           std::string_view event, TsPrecision precision) {
+  if (ts_ns < 0) ts_ns = 0;
+  if (precision == TsPrecision::Ns) {
+    fmt::format_to(Out(s), "{:>16}-{:<5} [{:03}] {:>5}.{:09}: {}:", task.comm, task.pid, cpu,
+                   ts_ns / 1000000000, ts_ns % 1000000000, event);
+  } else {
+    const std::int64_t us = (ts_ns + 500) / 1000;
+    fmt::format_to(Out(s), "{:>16}-{:<5} [{:03}] {:>5}.{:06}: {}:", task.comm, task.pid, cpu,
+                   us / 1000000, us % 1000000, event);
+  }
   // "<event>:" left-aligned in 21 columns, then one space.
   const std::size_t used = event.size() + 1;
   if (used < 21) s.append(21 - used, ' ');
@@ -136,9 +142,9 @@ std::string format_payload(const TraceEventData& e) {
 }
 
 std::string format_line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
-                        std::string_view payload_text) {
+                        std::string_view payload_text, TsPrecision precision) {
   std::string s;
-  frame(s, ts_ns, task, cpu, event);
+  frame(s, ts_ns, task, cpu, event, precision);
   s += payload_text;
   return s;
 }
@@ -147,7 +153,7 @@ void TraceWriter::cpus_header(int ncpus) { out_ << "cpus=" << ncpus << '\n'; }
 
 void TraceWriter::emit(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event) {
   line_.clear();
-  frame(line_, ts_ns, task, cpu, event);
+  frame(line_, ts_ns, task, cpu, event, precision_);
   line_ += payload_;
   line_ += '\n';
   out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));

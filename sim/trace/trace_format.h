@@ -27,13 +27,17 @@
 //                                                          " success=%d" before CPU: only
 //                                                          if set, as older kernels had it)
 //
-// Line framing is trace-cmd report's default (no latency columns):
-//   %16s-%-5d [%03d] %5llu.%06llu: <event>: <payload>
+// Line framing is trace-cmd report's (no latency columns):
+//   %16s-%-5d [%03d] %5llu.%09llu: <event>: <payload>     (`trace-cmd report -t`)
+//   %16s-%-5d [%03d] %5llu.%06llu: <event>: <payload>     (default `trace-cmd report`)
 // comm right-aligned in 16 columns, pid left-aligned in 5, cpu 3 digits,
-// seconds right-aligned in 5 columns and microseconds, then "<event>:"
-// left-aligned in 21 columns and one space (the event names line up the
-// payloads as trace-cmd does). Timestamps are given in nanoseconds and
-// rounded to the nearest microsecond (as the kernel's ns2usecs does).
+// seconds right-aligned in 5 columns and nanoseconds (or microseconds), then
+// "<event>:" left-aligned in 21 columns and one space (the event names line up
+// the payloads as trace-cmd does). Timestamps are given in nanoseconds; the
+// writer prints all nine digits by default (service times computed from the
+// trace then agree with the run's summary); in microsecond precision they are
+// rounded to the nearest microsecond (as the kernel's ns2usecs does). The
+// parser reads any number of fraction digits.
 //
 // Note: real `trace-cmd report` with libtraceevent's kvm plugin loaded
 // re-prints kvm_exit in the old form (`reason %s rip 0x%llx info %llx %llx`);
@@ -162,8 +166,10 @@ std::string_view event_name(const TraceEventData& e);
 std::string format_payload(const TraceEventData& e);
 
 // The trace-cmd report framing of one line, without the trailing newline.
+enum class TsPrecision { Ns, Us };
+
 std::string format_line(std::int64_t ts_ns, const TraceTask& task, int cpu, std::string_view event,
-                        std::string_view payload);
+                        std::string_view payload, TsPrecision precision = TsPrecision::Ns);
 
 // Streams `trace-cmd report`-style lines. Each call formats one line into a
 // reused buffer and writes it; nothing else is kept, so memory is bounded
@@ -171,7 +177,8 @@ std::string format_line(std::int64_t ts_ns, const TraceTask& task, int cpu, std:
 // line). Timestamps are ns (>= 0; negative values are printed as 0).
 class TraceWriter {
  public:
-  explicit TraceWriter(std::ostream& out) : out_(out) {}
+  explicit TraceWriter(std::ostream& out, TsPrecision precision = TsPrecision::Ns)
+      : out_(out), precision_(precision) {}
 
   // trace-cmd report's first line, "cpus=N" (optional).
   void cpus_header(int ncpus);
@@ -215,6 +222,7 @@ class TraceWriter {
            const Event& e);
 
   std::ostream& out_;
+  TsPrecision precision_;
   std::string payload_;  // reused per line
   std::string line_;     // reused per line
   std::uint64_t lines_ = 0;

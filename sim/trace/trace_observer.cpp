@@ -1,6 +1,9 @@
 #include "sim/trace/trace_observer.h"
 
+#include <cerrno>
 #include <stdexcept>
+
+#include "sim/core/output_errors.h"
 
 namespace kvmsim::trace {
 namespace {
@@ -32,6 +35,7 @@ TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vecto
       pcpu_(tasks_.size(), 0),
       running_(static_cast<std::size_t>(cpus), TraceTask{"<idle>", 0}),
       last_rip_(tasks_.size(), 0),
+      path_(path),
       writer_(out_) {
   out_.rdbuf()->pubsetbuf(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
   out_.open(path, std::ios::binary | std::ios::trunc);
@@ -39,9 +43,20 @@ TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vecto
   writer_.cpus_header(cpus);
 }
 
-TraceObserver::~TraceObserver() { out_.flush(); }
+TraceObserver::~TraceObserver() {
+  out_.flush();
+  out_.close();
+  check();
+}
+
+void TraceObserver::check() {
+  if (out_ || failed_) return;
+  failed_ = true;
+  output_failed(path_, "writing the trace failed", errno);
+}
 
 void TraceObserver::on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) {
+  if (!out_) check();  // the disk is full: stop the run instead of losing the rest
   const auto v = static_cast<std::size_t>(vcpu);
   pcpu_[v] = pcpu;
   last_rip_[v] = rip_for(reason);

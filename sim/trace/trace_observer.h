@@ -58,6 +58,8 @@ class TraceObserver : public ModelObserver {
   [[nodiscard]] bool ok() const { return static_cast<bool>(out_); }
 
  private:
+  // A failed write is recorded in output_errors() (and stops the run) once.
+  void check();
   [[nodiscard]] std::int64_t ns(Tsc t) const {
     return static_cast<std::int64_t>(clock_.cycles_to_ns(t));
   }
@@ -71,6 +73,8 @@ class TraceObserver : public ModelObserver {
   std::vector<int> pcpu_;           // last pCPU seen per vCPU
   std::vector<TraceTask> running_;  // per pCPU: the task the line prefix names
   std::vector<std::uint64_t> last_rip_;
+  std::string path_;
+  bool failed_ = false;
   TraceWriter writer_;
 };
 

@@ -69,7 +69,7 @@ const std::regex kExitPayload(
     "intr_info 0x[0-9a-f]{8} error_code 0x[0-9a-f]{8}");
 const std::regex kEntryPayload("vcpu [0-9]+, rip 0x[0-9a-f]+");
 const std::regex kFraming(
-    " *[^ ].*-[0-9]+ +\\[[0-9]{3}\\] +([.a-zA-Z0-9]{4,5} +)?[0-9]+\\.[0-9]{6}: "
+    " *[^ ].*-[0-9]+ +\\[[0-9]{3}\\] +([.a-zA-Z0-9]{4,5} +)?[0-9]+\\.(?:[0-9]{6}|[0-9]{9}): "
     "(kvm_exit|kvm_entry): +(.*)");
 
 }  // namespace
@@ -517,7 +517,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
     CHECK(r.comm == c.task.comm);
     CHECK(r.pid == c.task.pid);
     CHECK(r.cpu == c.cpu);
-    CHECK(r.ts == (c.ts_ns + 500) / 1000 * 1000);  // rounded to microseconds in the text
+    CHECK(r.ts == std::max<std::int64_t>(c.ts_ns, 0));  // nanoseconds in the text, exact
     CHECK(r.event == std::string(event_name(c.data)));
     CHECK(r.data == c.data);
   }
@@ -623,7 +623,7 @@ TEST_CASE("writer framing is trace-cmd report's, byte for byte", "[trace]") {
   // Real `trace-cmd report` lines (fixture kTraceCmd).
   const auto real = lines_of(read_fixture(kTraceCmd));
   std::ostringstream out;
-  TraceWriter w(out);
+  TraceWriter w(out, TsPrecision::Us);  // the fixture is default (microsecond) trace-cmd report
   w.sched_wakeup(3343171802000, {"ls", 2952}, 1, SchedWakeup{"migration/1", 12, 0, 1, 1});
   w.sched_switch(3343171823000, {"migration/1", 12}, 1,
                  SchedSwitch{"migration/1", 12, 0, "S", "trace-cmd", 2951, 120});
@@ -641,11 +641,24 @@ TEST_CASE("writer framing is trace-cmd report's, byte for byte", "[trace]") {
     INFO(l);
     CHECK(find(l));
   }
-  // Nanoseconds are rounded to the nearest microsecond; seconds pad to 5 columns.
-  CHECK(format_line(1499, {"x", 1}, 0, "kvm_msr", "p") ==
+  // Microsecond precision rounds to the nearest microsecond; seconds pad to 5 columns.
+  CHECK(format_line(1499, {"x", 1}, 0, "kvm_msr", "p", TsPrecision::Us) ==
         "               x-1     [000]     0.000001: kvm_msr:              p");
-  CHECK(format_line(123456789500, {"x", 1}, 0, "kvm_wait_lapic_expire", "p") ==
+  CHECK(format_line(123456789500, {"x", 1}, 0, "kvm_wait_lapic_expire", "p", TsPrecision::Us) ==
         "               x-1     [000]   123.456790: kvm_wait_lapic_expire: p");
+  // The default is `trace-cmd report -t`: all nine digits, nothing rounded.
+  CHECK(format_line(1499, {"x", 1}, 0, "kvm_msr", "p") ==
+        "               x-1     [000]     0.000001499: kvm_msr:              p");
+  CHECK(format_line(123456789500, {"x", 1}, 0, "kvm_wait_lapic_expire", "p") ==
+        "               x-1     [000]   123.456789500: kvm_wait_lapic_expire: p");
+  // Both read back to the same instant, to their precision.
+  const auto ns = parse_trace_line(format_line(123456789500, {"x", 1}, 0, "kvm_msr", "p"), 1);
+  REQUIRE(ns.kind == LineKind::Event);
+  CHECK(ns.ts == 123456789500);
+  const auto us = parse_trace_line(
+      format_line(123456789500, {"x", 1}, 0, "kvm_msr", "p", TsPrecision::Us), 1);
+  REQUIRE(us.kind == LineKind::Event);
+  CHECK(us.ts == 123456790000);
 }
 
 // ---- statistics over written traces ----------------------------------------------

@@ -1,12 +1,15 @@
 #include "sim/views/perfetto_observer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "sim/core/context.h"
+#include "sim/core/output_errors.h"
 #include "sim/views/stage_info.h"
 #include "sim/vmx/exit_reason.h"
 
@@ -42,7 +45,7 @@ std::string_view msr_event_name(std::uint32_t msr) {
 PerfettoObserver::PerfettoObserver(const std::string& path, TscClock clock, Tsc limit,
                                    const std::vector<int>& pcpus,
                                    const std::vector<ViewVcpu>& vcpus)
-    : clock_(clock), limit_(limit) {
+    : path_(path), clock_(clock), limit_(limit) {
   out_.open(path, std::ios::binary | std::ios::trunc);
   if (!out_) throw std::runtime_error("--perfetto: cannot write " + path);
   buf_.reserve(kFlushBytes + 4096);
@@ -145,10 +148,25 @@ void PerfettoObserver::end_event() {
   flush_if_full();
 }
 
+void PerfettoObserver::write_buffer() {
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  bytes_ += buf_.size();
+  buf_.clear();
+  if (!out_) output_failed(path_, "writing the Perfetto trace failed", errno);
+}
+
 void PerfettoObserver::flush_if_full() {
   if (buf_.size() < kFlushBytes) return;
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-  buf_.clear();
+  write_buffer();
+  if (bytes_ < kMaxBytes || done_) return;
+  capped_ = true;
+  const Tsc now = now_tsc();
+  std::fprintf(stderr,
+               "kvmsim: warning: --perfetto: the file reached its size cap of %llu MiB at "
+               "%.3f ms simulated; it ends there (valid JSON). Choose a shorter "
+               "--perfetto-limit-ms to see the whole span.\n",
+               static_cast<unsigned long long>(kMaxBytes >> 20), clock_.to_ns(double(now)) / 1e6);
+  finish(now);
 }
 
 void PerfettoObserver::complete(std::string_view name, std::string_view cat, int pid, int tid,
@@ -182,10 +200,10 @@ void PerfettoObserver::finish(Tsc end) {
     end_event();
   }
   buf_ += "\n]}\n";
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-  buf_.clear();
+  write_buffer();
   buf_.shrink_to_fit();
   out_.close();
+  if (!out_) output_failed(path_, "closing the Perfetto trace failed", errno);
 }
 
 // --- hooks -----------------------------------------------------------------

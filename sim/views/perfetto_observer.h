@@ -26,7 +26,10 @@
 // Times: "ts"/"dur" in microseconds with three decimals (exact nanoseconds:
 // cycles_to_ns() of the segment boundaries, so adjacent slices abut exactly).
 // Events after `limit` (simulated) are not written; the file is completed as
-// soon as the limit is passed, or by finish() / the destructor.
+// soon as the limit is passed, or by finish() / the destructor. The file is
+// also completed (valid JSON, a warning on stderr) once it reaches kMaxBytes:
+// Perfetto's UI slows to a crawl well before that. A write error is recorded
+// in output_errors() and stops the run.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,7 @@ class PerfettoObserver : public ModelObserver {
   static constexpr int kPcpuPidBase = 100;
   static constexpr int kVcpuPidBase = 1000;
   static constexpr int kVcpuTimerTidBase = 2000;
+  static constexpr std::uint64_t kMaxBytes = 64ULL << 20;
 
   // `limit`: simulated host cycles after which nothing more is written.
   PerfettoObserver(const std::string& path, TscClock clock, Tsc limit,
@@ -77,6 +81,8 @@ class PerfettoObserver : public ModelObserver {
   void set_vcpu_mode(int vcpu, VcpuMode mode, Tsc t, std::string_view why = {});
   // Closes the open slices at min(end, limit) and completes the JSON. Idempotent.
   void finish(Tsc end);
+  // The size cap stopped the file before `limit` (simulated cycle where it did).
+  [[nodiscard]] bool capped() const { return capped_; }
 
   [[nodiscard]] std::uint64_t events_written() const { return events_; }
   [[nodiscard]] std::uint64_t flows_written() const { return flows_; }
@@ -118,7 +124,9 @@ class PerfettoObserver : public ModelObserver {
   void metadata(std::string_view what, int pid, int tid, std::string_view key,
                 std::string_view value);
   void flush_if_full();
+  void write_buffer();
 
+  std::string path_;
   std::ofstream out_;
   std::string buf_;
   TscClock clock_;
@@ -128,6 +136,8 @@ class PerfettoObserver : public ModelObserver {
   std::vector<VcpuState> vcpus_;
   bool first_event_ = true;
   bool done_ = false;
+  bool capped_ = false;
+  std::uint64_t bytes_ = 0;
   std::uint64_t events_ = 0, flows_ = 0;
 };
 

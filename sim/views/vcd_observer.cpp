@@ -1,12 +1,16 @@
 #include "sim/views/vcd_observer.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <systemc>
 
 #include "sim/core/context.h"
+#include "sim/core/output_errors.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim::views {
@@ -35,23 +39,21 @@ class VcdSampler : public sc_core::sc_module {
 namespace {
 constexpr std::string_view kVcdSuffix = ".vcd";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 VcdObserver::VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
                          std::vector<const Vcpu*> vcpus)
     : path_(path), limit_(limit), vcpus_(vcpus.size()) {
-  // sc_create_vcd_trace_file(name) writes name + ".vcd".
-  const std::string base =
-      ends_with(path, kVcdSuffix) ? path.substr(0, path.size() - kVcdSuffix.size()) : path;
+  // sc_create_vcd_trace_file(name) writes name + ".vcd": SystemC writes
+  // PATH.systemc.vcd, finish() copies it to PATH with a fixed $date.
+  const std::string base = path + ".systemc";
   written_path_ = base + std::string(kVcdSuffix);
-  if (std::FILE* f = std::fopen(written_path_.c_str(), "w")) {
-    std::fclose(f);  // SystemC opens the file lazily: check now that it can be written
-  } else {
-    throw std::runtime_error("--vcd: cannot write " + written_path_);
+  for (const std::string& p : {path_, written_path_}) {
+    if (std::FILE* f = std::fopen(p.c_str(), "w")) {
+      std::fclose(f);  // SystemC opens the file lazily: check now that it can be written
+    } else {
+      throw std::runtime_error("--vcd: cannot write " + p);
+    }
   }
   tf_ = sc_core::sc_create_vcd_trace_file(base.c_str());
   tf_->set_time_unit(1, sc_core::SC_PS);  // one SystemC time unit = one host TSC cycle
@@ -98,7 +100,51 @@ void VcdObserver::finish() {
   if (!tf_) return;
   sc_core::sc_close_vcd_trace_file(tf_);
   tf_ = nullptr;
-  if (written_path_ != path_) std::rename(written_path_.c_str(), path_.c_str());
+  copy_with_fixed_date(written_path_, path_);
+  std::remove(written_path_.c_str());
+}
+
+// SystemC's header has the wall-clock date (`$date` ... `$end`), so two runs
+// of the same seed would differ: the copy says where the file came from
+// instead. The copy also checks every write (SystemC's writer ignores errors).
+void VcdObserver::copy_with_fixed_date(const std::string& from, const std::string& to) {
+  std::FILE* in = std::fopen(from.c_str(), "rb");
+  if (!in) {
+    output_failed(to, "the VCD SystemC wrote cannot be read back", errno);
+    return;
+  }
+  std::FILE* out = std::fopen(to.c_str(), "wb");
+  if (!out) {
+    std::fclose(in);
+    output_failed(to, "cannot write the VCD", errno);
+    return;
+  }
+  bool ok = true;
+  char line[4096];
+  enum { BeforeDate, InDate, Body } state = BeforeDate;
+  while (state != Body && std::fgets(line, sizeof line, in)) {
+    const std::string_view l(line);
+    if (state == BeforeDate && l.rfind("$date", 0) == 0) {
+      state = InDate;
+      ok = ok && std::fputs("$date\n    kvmsim (no wall-clock date: same seed, same file)\n", out) >= 0;
+      continue;
+    }
+    if (state == InDate) {
+      if (l.rfind("$end", 0) == 0) state = Body;
+      else continue;
+    }
+    ok = ok && std::fputs(line, out) >= 0;
+    if (state == BeforeDate && l.rfind("$var", 0) == 0) state = Body;  // no $date at all
+  }
+  std::vector<char> buf(1 << 16);
+  std::size_t n;
+  while (ok && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0)
+    ok = std::fwrite(buf.data(), 1, n, out) == n;
+  ok = ok && !std::ferror(in);
+  const int err = errno;
+  std::fclose(in);
+  ok = (std::fclose(out) == 0) && ok;
+  if (!ok) output_failed(to, "writing the VCD failed", errno ? errno : err);
 }
 
 VcdObserver::VcpuTrace* VcdObserver::at(int vcpu) {

@@ -32,7 +32,9 @@
 // Time: the VCD timescale says 1 ps, which is one host TSC cycle (kvmsim's
 // SystemC time unit); a comment in the file gives the TSC frequency.
 // Nothing is recorded after `limit`: the file is closed there (or at the end
-// of the run) and renamed to the requested name (SystemC appends ".vcd").
+// of the run). SystemC writes PATH.systemc.vcd; finish() copies it to PATH
+// with a fixed `$date` (the wall clock would make same-seed files differ) and
+// checks every write (output_errors()).
 #pragma once
 
 #include <cstdint>
@@ -103,6 +105,7 @@ class VcdObserver : public ModelObserver {
   VcpuTrace* at(int vcpu);
   static void refresh(VcpuTrace& v, Tsc now);
   bool past_limit(Tsc t);
+  static void copy_with_fixed_date(const std::string& from, const std::string& to);
 
   std::string path_, written_path_;
   Tsc limit_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/core/invariants.h"
 #include "sim/sched/host.h"
 
 namespace kvmsim {
@@ -469,9 +470,13 @@ void Vcpu::begin_vmx_vcpu_run(Tsc now) {
 // its length.
 void Vcpu::after_vmx_vcpu_run(Tsc now) {
   preemption_timer_loaded_ = hv_deadline_tsc_ != kHvDeadlineNone;
-  if (preemption_timer_loaded_)
+  if (preemption_timer_loaded_) {
     preemption_timer_value_ =
         vmx_preemption_timer_value(hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
+    // Invariant: vmx_set_hv_timer()'s fit check keeps the VMCS value in 32 bits.
+    if (hv_deadline_tsc_ > now && (hv_deadline_tsc_ - now) >> vmx_.preemption_timer_rate >> 32)
+      invariant_failed(comm(), "the preemption-timer value does not fit in 32 bits");
+  }
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VmxVcpuRun, State::WaitLate, now))
     begin_vmentry(now);
 }

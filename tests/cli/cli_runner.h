@@ -18,9 +18,10 @@ struct CliResult {
   std::string output;  // stdout and stderr
 };
 
-inline CliResult run_cli(const std::string& args) {
-  const std::string cmd =
-      std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + KVMSIM_BINARY + " " + args + " 2>&1";
+// A shell command line run from the source directory as is (redirections
+// are the caller's); output is what reaches the pipe.
+inline CliResult run_cli_raw(const std::string& command_line) {
+  const std::string cmd = std::string("cd ") + KVMSIM_SOURCE_DIR + " && " + command_line;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -30,6 +31,10 @@ inline CliResult run_cli(const std::string& args) {
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CliResult run_cli(const std::string& args) {
+  return run_cli_raw(std::string(KVMSIM_BINARY) + " " + args + " 2>&1");
 }
 
 inline std::string read_text(const std::filesystem::path& p) {

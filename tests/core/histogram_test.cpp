@@ -356,3 +356,67 @@ TEST_CASE("mean over a bucket range and the mode bucket") {
   CHECK(kvmsim::mode_bucket(Counts{0, 3, 7, 7, 1}) == 2);  // first of a tie
   CHECK(kvmsim::mode_bucket(Counts{}) == 0);
 }
+
+TEST_CASE("the reader refuses cut, inconsistent and binary files", "[histogram][reliability]") {
+  const std::string good =
+      "# Histogram\n000000 000001\n000001 000002\n# Total: 000000003\n"
+      "# Min Latencies: 00000\n# Avg Latencies: 00001\n# Max Latencies: 00001\n"
+      "# Histogram Overflows: 00000\n";
+  CHECK_NOTHROW(kvmsim::parse_cyclictest(good));
+  auto message = [](const std::string& text) {
+    try {
+      kvmsim::parse_cyclictest(text);
+    } catch (const HistogramParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  // Cut in the middle of the last row: "000001 0000" would read as a count of 0.
+  CHECK(message(good.substr(0, good.find("000001 0000") + 11)).find("cut in the middle") !=
+        std::string::npos);
+  // Cut after a whole row: no footer.
+  CHECK(message(good.substr(0, good.find("# Total"))).find("no summary line") !=
+        std::string::npos);
+  std::string bad = good;
+  bad.replace(bad.find("000000003"), 9, "000000004");
+  CHECK(message(bad).find("says 4 for thread 0 but its histogram rows add up to 3") !=
+        std::string::npos);
+  CHECK(message(std::string("# Histogram\n000000 00\0001\n", 23)).find("binary data") !=
+        std::string::npos);
+  // The real cyclictest fixtures stay readable.
+  CHECK_NOTHROW(kvmsim::parse_cyclictest(
+      read_fixture("cyclictest-2.40_histogram_2threads_format-fixture.txt")));
+  CHECK_NOTHROW(kvmsim::parse_cyclictest(
+      read_fixture("cyclictest-2.40_histogram_all-overflow_format-fixture.txt")));
+}
+
+TEST_CASE("a bucket index far above any cyclictest -h is refused, not allocated",
+          "[histogram][reliability]") {
+  // fuzz_histogram: "8060020 001399006" made the reader and compare allocate
+  // and walk 8 million buckets (12 s; 1e9 would need gigabytes).
+  try {
+    kvmsim::parse_cyclictest("# Histogram\n000000 000001\n8060020 000001\n# Total: 000000002\n");
+    FAIL("no exception");
+  } catch (const HistogramParseError& e) {
+    CHECK(std::string(e.what()).find("bucket index 8060020 is not below 100000") !=
+          std::string::npos);
+  }
+  CHECK_NOTHROW(kvmsim::parse_cyclictest(
+      "# Histogram\n000000 000001\n099999 000001\n# Total: 000000002\n"));
+}
+
+TEST_CASE("thread columns times buckets are bounded", "[histogram][reliability]") {
+  // fuzz_histogram: 12 columns at bucket 551615 (6.6 M cells, 15 s under ASan).
+  std::string row = "099999", total = "# Total:";
+  for (int i = 0; i < 41; ++i) {
+    row += " 00001";
+    total += " 000000001";
+  }
+  try {
+    kvmsim::parse_cyclictest("# Histogram\n" + row + "\n" + total + "\n");
+    FAIL("no exception");
+  } catch (const HistogramParseError& e) {
+    CHECK(std::string(e.what()).find("41 threads x 100000 buckets is above 4000000") !=
+          std::string::npos);
+  }
+}

@@ -3,6 +3,7 @@
 // Compares two cyclictest -h histograms (sim/core/histogram_compare.h).
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "sim/core/histogram.h"
 #include "sim/core/histogram_compare.h"
+#include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
 
 namespace kvmsim::cli {
@@ -56,6 +58,9 @@ struct InputError : std::runtime_error {
 };
 
 CyclictestReport read_report(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path + ": is a directory, not a histogram file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot read: " + std::strerror(errno));
   std::stringstream ss;
@@ -102,16 +107,16 @@ Command add_compare_command(CLI::App& app) {
   sub->add_option("B", args->file_b, "Histogram compared with A")->required();
   args->w1_opt = sub->add_option("--tolerance-w1", args->w1_us, "Max W1 distance (us)")
                      ->type_name("US")
-                     ->check(CLI::NonNegativeNumber);
+                     ->check(number_in(0, 1e6, "us"));
   args->ks_opt = sub->add_option("--tolerance-ks", args->ks, "Max KS statistic (0..1)")
                      ->type_name("X")
-                     ->check(CLI::NonNegativeNumber);
+                     ->check(number_in(0, 1, ""));
   args->avg_opt = sub->add_option("--tolerance-avg", args->avg_us, "Max |avg B - avg A| (us)")
                       ->type_name("US")
-                      ->check(CLI::NonNegativeNumber);
+                      ->check(number_in(0, 1e6, "us"));
   args->p99_opt = sub->add_option("--tolerance-p99", args->p99_us, "Max |p99 B - p99 A| (us)")
                       ->type_name("US")
-                      ->check(CLI::NonNegativeNumber);
+                      ->check(number_in(0, 1e6, "us"));
   sub->add_flag("--merge", args->merge, "Sum each file's thread columns before comparing");
   sub->add_flag("--json", args->json, "Print the comparison as JSON instead of the table");
   sub->footer(kCompareFooter);

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/histogram.h"
+#include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
 #include "tools/kvmsim/validation.h"
 
@@ -310,7 +311,7 @@ Command add_validate_command(CLI::App& app) {
   sub->add_flag("--markdown", opts->markdown, "Print the table as Markdown (for the README)");
   sub->add_option("--jobs", opts->jobs, "Simulations run in parallel (default 2)")
       ->type_name("N")
-      ->check(CLI::Range(1, 256));
+      ->check(kvmsim::cli::number_in(1, 256, ""));
   sub->add_option("--scenarios", opts->scenarios,
                   "Directory of the scenario files (default scenarios)")
       ->type_name("DIR");

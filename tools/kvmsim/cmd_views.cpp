@@ -2,7 +2,6 @@
 //   kvmsim run ... [--perfetto FILE [--perfetto-limit-ms MS]]
 //                  [--vcd FILE [--vcd-limit-ms MS] [--vcd-sample-ns NS]]
 //   kvmsim explain SCENARIO [--set key=value]... [--seed N] [--sample N]
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,16 +13,14 @@
 #include "sim/model_params.h"
 #include "sim/system.h"
 #include "sim/views/explain.h"
+#include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
 
 namespace kvmsim::cli {
 
 namespace {
 
-void make_parent_dir(const std::string& path) {
-  if (!path.empty() && std::filesystem::path(path).has_parent_path())
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-}
+constexpr double kMaxViewMs = 1000;
 
 constexpr const char* kExplainFooter = R"(
 Runs the scenario and follows one timer interrupt: the N-th latency sample
@@ -41,13 +38,13 @@ tscdeadline_latency. The run stops right after the sample.)";
 struct ExplainArgs {
   std::string scenario;
   std::vector<std::string> sets;
-  long long seed = -1;
+  std::string seed;
   std::uint64_t sample = 100;
 };
 
 int run_explain(const ExplainArgs& a) {
   std::vector<std::string> overrides = a.sets;
-  if (a.seed >= 0) overrides.push_back("sim.seed=" + std::to_string(a.seed));
+  if (!a.seed.empty()) overrides.push_back(seed_override(a.seed));
   const auto p = load_scenario(model_params(), a.scenario, overrides);
   const std::string& workload = p.s("workload.type");
   std::int64_t total = 0;
@@ -95,27 +92,30 @@ int run_explain(const ExplainArgs& a) {
 }  // namespace
 
 void add_view_options(CLI::App& run, RunOptions& opts) {
+  // Teaching views are for a few milliseconds: a 10-minute VCD is tens of GB.
   run.add_option("--perfetto", opts.perfetto_path,
                  "Write a Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing) to FILE");
   run.add_option("--perfetto-limit-ms", opts.perfetto_limit_ms,
-                 "Simulated ms written to the --perfetto file")
+                 "Simulated ms written to the --perfetto file (the file also stops at 64 MiB)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, kMaxViewMs, "ms", true));
   run.add_option("--vcd", opts.vcd_path,
                  "Write a VCD waveform (GTKWave) of the vCPU modes and preemption timers to FILE");
   run.add_option("--vcd-limit-ms", opts.vcd_limit_ms, "Simulated ms written to the --vcd file")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, kMaxViewMs, "ms", true));
   run.add_option("--vcd-sample-ns", opts.vcd_sample_ns,
                  "Sampling period of the preemption-timer countdown in the VCD (0: segment "
                  "boundaries only)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-}
-
-void prepare_view_outputs(const RunOptions& opts) {
-  make_parent_dir(opts.perfetto_path);
-  make_parent_dir(opts.vcd_path);
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            const std::string r = number_in(0, 1e9, "ns").operator()(s);
+            if (!r.empty()) return r;
+            const double v = std::stod(s);
+            return v == 0 || v >= 10 ? std::string() : s + " is out of range: 0 or at least 10 ns";
+          },
+          "0 or [10, 1e9] ns", "RANGE"));
 }
 
 Command add_explain_command(CLI::App& app) {
@@ -125,10 +125,10 @@ Command add_explain_command(CLI::App& app) {
       "Follow one timer interrupt from its arming to the guest's wake-up, stage by stage");
   sub->add_option("scenario", args->scenario, "Scenario YAML file")->required();
   sub->add_option("--set", args->sets, "Override a parameter: key=value (repeatable)");
-  sub->add_option("--seed", args->seed, "Run seed");
+  sub->add_option("--seed", args->seed, "Run seed")->type_name("N");
   sub->add_option("--sample", args->sample, "Which latency sample to follow (1 = the first)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(1, 1e9, ""));
   sub->footer(kExplainFooter);
   return {sub, [args] { return run_explain(*args); }};
 }

@@ -6,8 +6,8 @@
 //   const auto compare = kvmsim::cli::add_compare_command(app);
 //   ...
 //   if (compare.app->parsed()) return compare.run();
-// run() returns the process exit code (2 for input that cannot be read, as
-// elsewhere in the CLI).
+// run() returns the process exit code (cli_checks.h: 2 for bad arguments or
+// input that cannot be read, as elsewhere in the CLI).
 #pragma once
 
 #include <functional>
@@ -24,6 +24,9 @@ struct Command {
   std::function<int()> run;
 };
 
+// kvmsim run SCENARIO [--set k=v]... [--seed N] [--out DIR] [--trace FILE] ... (cmd_run.cpp)
+Command add_run_command(CLI::App& app);
+
 // kvmsim compare A B [--tolerance-*] [--merge] [--json]  (cmd_compare.cpp)
 Command add_compare_command(CLI::App& app);
 
@@ -37,8 +40,6 @@ Command add_validate_command(CLI::App& app);
 Command add_explain_command(CLI::App& app);
 // kvmsim run's --perfetto/--vcd options (cmd_views.cpp), stored in `opts`.
 void add_view_options(CLI::App& run, RunOptions& opts);
-// Creates the directories the view files go to.
-void prepare_view_outputs(const RunOptions& opts);
 
 // kvmsim sweep ... / kvmsim plot ...: run by the Python package (cmd_python.cpp).
 std::vector<Command> add_python_commands(CLI::App& app);

@@ -3,95 +3,72 @@
 //   kvmsim params [--markdown]
 //   kvmsim trace-stats FILE [--json]
 //   kvmsim run ... [--perfetto FILE] [--vcd FILE]; kvmsim explain SCENARIO [--sample N]
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
+//   kvmsim --version
+// Exit codes (cli_checks.h): 0 ok, 1 failed (run, check, output write),
+// 2 usage or bad input, 130 / 143 interrupted by SIGINT / SIGTERM.
 #include <iostream>
+#include <sstream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <systemc>
 
+#include "sim/core/invariants.h"
 #include "sim/core/scenario.h"
 #include "sim/model_params.h"
-#include "sim/report.h"
-#include "sim/system.h"
+#include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
+#include "tools/kvmsim/outputs.h"
 
 namespace {
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f) throw kvmsim::ScenarioError("cannot write " + path.string());
-}
+// libsystemc prints its banner on std::cerr in sc_elab_and_sim(), before
+// sc_main(), and Debian's build has no switch to silence it: main() sends
+// std::cerr here until sc_main() starts; `kvmsim --version` shows it.
+std::ostringstream g_systemc_banner;
+std::streambuf* g_cerr = nullptr;
 
-int cmd_run(const std::string& scenario, const std::vector<std::string>& sets, long long seed,
-            const std::string& out, const std::string& trace, bool quiet, kvmsim::RunOptions opts) {
-  std::vector<std::string> overrides = sets;
-  if (seed >= 0) overrides.push_back("sim.seed=" + std::to_string(seed));
-  const auto params = kvmsim::load_scenario(kvmsim::model_params(), scenario, overrides);
-  opts.progress = !quiet;
-  opts.trace_path = trace;
-  if (!trace.empty() && std::filesystem::path(trace).has_parent_path())
-    std::filesystem::create_directories(std::filesystem::path(trace).parent_path());
-  kvmsim::cli::prepare_view_outputs(opts);
-  const auto result = kvmsim::run_simulation(params, opts);
-  if (!out.empty()) {
-    std::filesystem::create_directories(out);
-    write_file(std::filesystem::path(out) / "summary.json",
-               kvmsim::summary_json(result, params, scenario));
-    if (result.histogram)
-      write_file(std::filesystem::path(out) / "histogram.txt",
-                 result.histogram->to_cyclictest_text());
-  }
-  if (!quiet) std::cout << kvmsim::summary_text(result, params, scenario) << std::flush;
-  return 0;
+std::string version_text() {
+  std::string banner = g_systemc_banner.str();
+  while (!banner.empty() && (banner.front() == '\n')) banner.erase(0, 1);
+  return "kvmsim " + std::string(KVMSIM_VERSION) + "\n" + banner;
 }
 
 }  // namespace
 
-// libsystemc provides main() and calls this (it prints its banner on stderr first).
+int main(int argc, char* argv[]) {
+  g_cerr = std::cerr.rdbuf(g_systemc_banner.rdbuf());
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
+
 int sc_main(int argc, char* argv[]) {
+  if (g_cerr) std::cerr.rdbuf(g_cerr);
+  using namespace kvmsim::cli;
   CLI::App app{"kvmsim: cycle-level simulator of the x86 KVM virtualization stack"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text, "Print the kvmsim and SystemC versions");
 
-  auto* run = app.add_subcommand("run", "Run a scenario");
-  std::string scenario, out;
-  std::vector<std::string> sets;
-  long long seed = -1;
-  bool quiet = false;
-  run->add_option("scenario", scenario, "Scenario YAML file")->required();
-  run->add_option("--set", sets, "Override a parameter: key=value (repeatable)");
-  run->add_option("--seed", seed, "Run seed (same scenario + seed = same outputs)");
-  run->add_option("--out", out, "Write summary.json and histogram.txt here");
-  std::string trace;
-  run->add_option("--trace", trace,
-                  "Write the host's kvm tracepoints as trace-cmd report text to FILE");
-  run->add_flag("-q,--quiet", quiet, "No summary on stdout");
-  kvmsim::RunOptions view_opts;
-  kvmsim::cli::add_view_options(*run, view_opts);
-  run->add_flag("!--no-run-ahead", view_opts.run_ahead,
-                "One SystemC event per pCPU decision point (no inline run-ahead; same outputs, "
-                "slower)");
-
+  const auto run = add_run_command(app);
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
   params->add_flag("--markdown", markdown, "As a Markdown table (docs/parameters.md)");
 
-  const auto trace_stats = kvmsim::cli::add_trace_stats_command(app);
-  const auto compare = kvmsim::cli::add_compare_command(app);
-  const auto explain = kvmsim::cli::add_explain_command(app);
-  const auto validate = kvmsim::cli::add_validate_command(app);
-  const auto python_commands = kvmsim::cli::add_python_commands(app);  // sweep, plot (issue 11)
+  const auto trace_stats = add_trace_stats_command(app);
+  const auto compare = add_compare_command(app);
+  const auto explain = add_explain_command(app);
+  const auto validate = add_validate_command(app);
+  const auto python_commands = add_python_commands(app);  // sweep, plot (issue 11)
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "kvmsim: error: " << e.what() << "\n"
+              << "Run 'kvmsim --help' or 'kvmsim SUBCOMMAND --help' for usage.\n";
+    return kExitUsage;
   }
   try {
-    if (run->parsed()) return cmd_run(scenario, sets, seed, out, trace, quiet, view_opts);
+    if (run.app->parsed()) return run.run();
     if (explain.app->parsed()) return explain.run();
     if (compare.app->parsed()) return compare.run();
     if (validate.app->parsed()) return validate.run();
@@ -105,10 +82,16 @@ int sc_main(int argc, char* argv[]) {
     }
   } catch (const kvmsim::ScenarioError& e) {
     std::cerr << "kvmsim: error: " << e.what() << "\n";
-    return 2;
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "kvmsim: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const kvmsim::InvariantError& e) {
+    std::cerr << "kvmsim: internal error (a model bug, please report it): " << e.what() << "\n";
+    return kExitFailed;
   } catch (const std::exception& e) {
     std::cerr << "kvmsim: error: " << e.what() << "\n";
-    return 1;
+    return kExitFailed;
   }
   return 0;
 }

@@ -1,0 +1,57 @@
+// sim.fingerprint pinned for the calibration scenarios (T1, T2, T3 and the
+// stock-guest fastpath run), both sides of each switch: any change in the
+// model's behaviour, even one that leaves the headline numbers alone, changes
+// a fingerprint here. After an intended model change, update the values (and
+// say why in the commit); the T1/T2/T3 tolerance tests say whether the new
+// behaviour is still calibrated.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+using namespace kvmsim::test;
+
+namespace {
+std::uint64_t fingerprint(const std::string& name, const std::string& args) {
+  const auto m = run_metrics(name, args);
+  return static_cast<std::uint64_t>(m.at("sim.fingerprint").get<double>());
+}
+}  // namespace
+
+TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fingerprint]") {
+  const struct {
+    const char* args;
+    std::uint64_t fingerprint;
+  } pinned[] = {
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 3360193736339583},
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
+       "kvm.enable_hv_timer=false",
+       6111432612205678},
+      {"scenarios/tscdeadline_latency.yaml", 6295063559990634},
+      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 7345625827981462},
+      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
+      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
+       "kvm.exit_fastpath=true",
+       4700155234575172},
+      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 3580801131794384},
+  };
+  int i = 0;
+  for (const auto& p : pinned) {
+    INFO(p.args);
+    CHECK(fingerprint("fp" + std::to_string(i++), p.args) == p.fingerprint);
+  }
+}
+
+TEST_CASE("sim.fingerprint: same seed same value; another seed or an observer-only option",
+          "[cli][fingerprint]") {
+  const std::string t2 = "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=500";
+  const auto a = fingerprint("fp-a", t2 + " --seed 3");
+  CHECK(fingerprint("fp-b", t2 + " --seed 3") == a);
+  CHECK(fingerprint("fp-c", t2 + " --seed 4") != a);
+  // Observers (trace, views) do not change the trajectory.
+  const auto d = out_dir("fp-d");
+  CHECK(fingerprint("fp-e", t2 + " --seed 3 --trace " + (d / "t.txt").string() + " --vcd " +
+                                (d / "w.vcd").string()) == a);
+}
