@@ -174,16 +174,12 @@ GuestStep VmexitTimerTests::main_step(Tsc now) {
         phase_ = Phase::Iter;
         return main_step(now);
       }
-      switch (harness_.batch_end(rdtsc(now))) {
-        case VmexitHarness::BatchEnd::Done:
-          phase_ = Phase::Finished;
-          done();
-          return GuestStep::idle(Stage::GuestIdle);
-        case VmexitHarness::BatchEnd::Again:
-        case VmexitHarness::BatchEnd::NextTest:
-          break;
+      if (harness_.batch_end(rdtsc(now)) == VmexitHarness::BatchEnd::Done) {
+        phase_ = Phase::Finished;
+        done();
+        return GuestStep::idle(Stage::GuestIdle);
       }
-      phase_ = Phase::BatchStart;
+      phase_ = Phase::BatchStart;  // a bigger batch, or the next test
       return main_step(now);
     }
     case Phase::Finished:

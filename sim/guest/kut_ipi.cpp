@@ -49,16 +49,12 @@ GuestStep VmexitIpiTests::main_step(Tsc now) {
         // The harness loop and the next on_cpu()'s prologue.
         return GuestStep::run(Stage::Guest, costs_.loop(rng_) + ipi_costs_.on_cpu(rng_));
       }
-      switch (harness_.batch_end(rdtsc(now))) {
-        case VmexitHarness::BatchEnd::Done:
-          phase_ = Phase::Finished;
-          done();
-          return GuestStep::idle(Stage::GuestIdle);
-        case VmexitHarness::BatchEnd::Again:
-        case VmexitHarness::BatchEnd::NextTest:
-          break;
+      if (harness_.batch_end(rdtsc(now)) == VmexitHarness::BatchEnd::Done) {
+        phase_ = Phase::Finished;
+        done();
+        return GuestStep::idle(Stage::GuestIdle);
       }
-      phase_ = Phase::BatchStart;
+      phase_ = Phase::BatchStart;  // a bigger batch, or the next test
       return main_step(now);
     }
     case Phase::Finished:
