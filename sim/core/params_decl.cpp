@@ -15,8 +15,8 @@ void declare_core_params(ParamRegistry& r) {
              "Hardware threads (SMT siblings) per core."});
   r.declare({"sim.seed", ParamType::Int, "1", "", 0, 9.0e15, {},
              "Run seed; every component derives its own random stream from it."});
-  r.declare({"sim.check_invariants", ParamType::Bool, "false", "bool", {}, {}, {},
-             "Check the scheduling invariants during the run (one thread per pCPU at a time, a "
+  r.declare({"sim.check_invariants", ParamType::Bool, "true", "bool", {}, {}, {},
+             "Check the scheduling invariants during every run (one thread per pCPU at a time, a "
              "thread current on one pCPU, a vCPU entering only where it runs, no kick lost); "
              "violations make the run fail."});
   r.declare({"sim.max_simulated_s", ParamType::Double, "7200", "s", 0.001, 1e6, {},

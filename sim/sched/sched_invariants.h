@@ -6,7 +6,7 @@
 // reports them as invariants.violations.
 #pragma once
 
-#include <map>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,25 +23,23 @@ class SchedInvariants : public ModelObserver, public MetricSource {
   void on_sched_switch(int pcpu, const std::string& /*prev_comm*/, int prev_pid, int /*prev_prio*/,
                        bool /*prev_runnable*/, const std::string& /*next_comm*/, int next_pid,
                        int /*next_prio*/, Tsc t) override {
-    auto it = running_.find(pcpu);
-    const int cur = it == running_.end() ? 0 : it->second;
+    const int cur = running(pcpu);
     if (cur != prev_pid)
       fail(t, "pCPU " + std::to_string(pcpu) + " switched out pid " + std::to_string(prev_pid) +
                   " but was running pid " + std::to_string(cur));
-    if (prev_pid) on_cpu_.erase(prev_pid);
+    if (prev_pid) slot(on_cpu_, prev_pid) = -1;
     if (next_pid) {
-      const auto o = on_cpu_.find(next_pid);
-      if (o != on_cpu_.end() && o->second != pcpu)
+      const int o = at(on_cpu_, next_pid, -1);
+      if (o >= 0 && o != pcpu)
         fail(t, "pid " + std::to_string(next_pid) + " switched in on pCPU " + std::to_string(pcpu) +
-                    " while current on pCPU " + std::to_string(o->second));
-      on_cpu_[next_pid] = pcpu;
+                    " while current on pCPU " + std::to_string(o));
+      slot(on_cpu_, next_pid) = pcpu;
     }
-    running_[pcpu] = next_pid;
+    slot(running_, pcpu) = next_pid;
   }
   void on_vmentry(int vcpu, int pcpu, Tsc t) override {
     const int pid = vcpu_pid_.at(static_cast<std::size_t>(vcpu));
-    const auto it = running_.find(pcpu);
-    if (it == running_.end() || it->second != pid)
+    if (running(pcpu) != pid)
       fail(t, "vCPU " + std::to_string(vcpu) + " entered guest mode on pCPU " +
                   std::to_string(pcpu) + " where it is not the current thread");
   }
@@ -57,9 +55,19 @@ class SchedInvariants : public ModelObserver, public MetricSource {
     if (messages_.size() < 5) messages_.push_back("at TSC " + std::to_string(t) + ": " + what);
   }
 
+  // Flat tables (cheap enough to check every run): index -> value.
+  static int at(const std::vector<int>& v, int i, int none = 0) {
+    return static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)] : none;
+  }
+  [[nodiscard]] int running(int pcpu) const { return std::max(at(running_, pcpu), 0); }
+  static int& slot(std::vector<int>& v, int i) {
+    if (static_cast<std::size_t>(i) >= v.size()) v.resize(static_cast<std::size_t>(i) + 1, -1);
+    return v[static_cast<std::size_t>(i)];
+  }
+
   std::vector<int> vcpu_pid_;
-  std::map<int, int> running_;  // pCPU -> pid (0 = idle)
-  std::map<int, int> on_cpu_;   // pid -> pCPU it is current on
+  std::vector<int> running_;  // pCPU -> pid (0 = idle; -1 = not seen: idle)
+  std::vector<int> on_cpu_;   // pid -> pCPU it is current on (-1 = none)
   std::uint64_t violations_ = 0;
   std::vector<std::string> messages_;
 };
