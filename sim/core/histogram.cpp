@@ -1,6 +1,7 @@
 #include "sim/core/histogram.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -33,7 +34,7 @@ void LatencyHistogram::add_n(std::int64_t us, std::uint64_t n) {
   min_us_ = samples_ ? std::min(min_us_, us) : us;
   max_us_ = samples_ ? std::max(max_us_, us) : us;
   samples_ += n;
-  sum_us_ += us * static_cast<std::int64_t>(n);
+  sum_us_ += static_cast<s128>(us) * static_cast<s128>(n);
   if (us >= static_cast<std::int64_t>(buckets())) {
     overflows_ += n;
     outside_us_.insert(outside_us_.end(), n, us);
@@ -73,7 +74,7 @@ std::string LatencyHistogram::to_cyclictest_text() const {
   std::string out = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n";
   auto it = std::back_inserter(out);
   for (std::size_t b = 0; b < buckets(); ++b) fmt::format_to(it, "{:06d} {:06d}\n", b, counts_[b]);
-  const std::int64_t avg = samples_ ? sum_us_ / static_cast<std::int64_t>(samples_) : 0;
+  const auto avg = static_cast<std::int64_t>(samples_ ? sum_us_ / static_cast<s128>(samples_) : 0);
   fmt::format_to(it, "# Total: {:09d}\n", in_histogram());
   fmt::format_to(it, "# Min Latencies: {:05d}\n", min_us());
   fmt::format_to(it, "# Avg Latencies: {:05d}\n", avg);
@@ -128,6 +129,9 @@ std::vector<std::string_view> split_fields(std::string_view s) {
   }
   return out;
 }
+
+// The largest count or latency a cyclictest file may carry (see the row reader).
+constexpr std::uint64_t kMaxCount = 1000000000000000ULL;
 
 template <typename T>
 std::optional<T> to_number(std::string_view s) {
@@ -212,6 +216,8 @@ class CyclictestParser {
     for (std::string_view f : split_fields(rest)) {
       const auto v = to_number<T>(f);
       if (!v) fail(fmt::format("bad number '{}'", f));
+      if (*v > static_cast<T>(kMaxCount) || (std::is_signed_v<T> && *v < -static_cast<T>(kMaxCount)))
+        fail(fmt::format("value {} is outside +-{}", *v, kMaxCount));
       out.v.push_back(*v);
     }
     if (out.v.empty()) fail("no values");
@@ -262,6 +268,9 @@ class CyclictestParser {
     for (std::size_t i = 1; i < fields.size(); ++i) {
       const auto c = to_number<std::uint64_t>(fields[i]);
       if (!c) fail(fmt::format("bad count '{}'", fields[i]));
+      // No real run has 1e15 samples (31 years at 1 us); larger counts would
+      // only overflow the statistics (fuzz_histogram, fourth run).
+      if (*c > kMaxCount) fail(fmt::format("count {} is above {}", *c, kMaxCount));
       counts.push_back(*c);
     }
     if (!rows_.empty() && counts.size() != rows_.front().second.size()) {

@@ -9,6 +9,8 @@
 // the number of samples inside the histogram.
 #pragma once
 
+#include "sim/core/time.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -63,7 +65,7 @@ class LatencyHistogram {
   std::vector<std::int64_t> outside_us_;  // exact values of samples < 0 or >= buckets
   std::uint64_t samples_ = 0;
   std::uint64_t overflows_ = 0;
-  std::int64_t sum_us_ = 0;
+  s128 sum_us_ = 0;  // 128 bits: count x latency products of a read file cannot overflow
   std::int64_t min_us_ = 0;
   std::int64_t max_us_ = 0;
 };

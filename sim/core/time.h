@@ -12,6 +12,7 @@ namespace kvmsim {
 
 // 128-bit intermediate for exact cycle/ns products (as the kernel's mul_u64_u32_div).
 __extension__ typedef unsigned __int128 u128;
+__extension__ typedef __int128 s128;
 
 using Tsc = std::uint64_t;        // host TSC cycles (absolute or delta)
 using STsc = std::int64_t;        // signed cycle delta
