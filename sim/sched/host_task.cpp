@@ -47,8 +47,7 @@ void HostKworker::run(Pcpu& cpu, Tsc now) {
 }
 
 std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& host) {
-  const TscClock clk{host.topology().cpus() ? static_cast<std::uint64_t>(p.i("platform.tsc_khz"))
-                                            : 0};
+  const TscClock clk{static_cast<std::uint64_t>(p.i("platform.tsc_khz"))};
   std::vector<std::unique_ptr<HostTask>> tasks;
   CpuMask hog_mask;
   std::vector<int> hog_cpus;

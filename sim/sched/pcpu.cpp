@@ -25,7 +25,8 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
       sched_(host.scheduler()),
       rng_(ctx.stream(std::string(name) + ".costs")),
       noise_rng_(ctx.stream(std::string(name) + ".noise")),
-      softirq_rng_(ctx.stream(std::string(name) + ".softirq")) {
+      softirq_rng_(ctx.stream(std::string(name) + ".softirq")),
+      idle_comm_("swapper/" + std::to_string(id)) {
   noise_next_ = next_arrival(noise_rng_, ctx.clock, costs_.noise_irq_rate_hz, 0);
   softirq_next_ = next_arrival(softirq_rng_, ctx.clock, costs_.softirq_rate_hz, 0);
   SC_METHOD(dispatch);
@@ -59,7 +60,7 @@ Tsc Pcpu::next_decision(Tsc now) const {
 }
 
 void Pcpu::reschedule() {
-  if (in_dispatch_) return;  // dispatch() re-arms on its way out
+  if (in_dispatch_) return;   // dispatch() re-arms on its way out
   const Tsc now = now_tsc();  // the model's time (a pCPU may have run ahead)
   const Tsc next = next_decision(now);
   if (next == scheduled_) return;
@@ -146,8 +147,7 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     prev->sched_out(*this, now, prev_runnable);
   }
   if (!ctx_.obs.empty()) {
-    static const std::string kIdle = "swapper";
-    const std::string idle = kIdle + "/" + std::to_string(id_);
+    const std::string& idle = idle_comm_;
     ctx_.obs.sched_switch(id_, prev ? prev->comm() : idle, prev ? prev->pid() : 0,
                           prev ? 120 + prev->se().nice : 120, prev_runnable || !prev,
                           next ? next->comm() : idle, next ? next->pid() : 0,

@@ -218,6 +218,7 @@ class Pcpu : public sc_core::sc_module {
   Rng rng_;
   Rng noise_rng_;  // arrival times only: identical across paired runs
   Rng softirq_rng_;
+  std::string idle_comm_;  // the idle task's comm, swapper/N (sched_switch)
   HostThread* curr_ = nullptr;
   bool switching_ = false;  // in the context-switch segment to curr_
   Tsc busy_since_ = 0;

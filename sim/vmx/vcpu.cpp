@@ -401,7 +401,6 @@ void Vcpu::after_block(Tsc now) {
   ++stats_.blocks;
   ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
   block_start_ = now;
-  woken_ = false;
   state_ = State::Blocked;
   pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
 }

@@ -293,8 +293,7 @@ class Vcpu : public HostThread {
   bool hv_timer_before_block_ = false;
   bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
   bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
-  bool woken_ = false;
-  bool block_kicked_ = false;               // a remote kick came during the Block stage
+  bool block_kicked_ = false;      // a remote kick came during the Block stage
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
                                             // remote wake-up of the blocked thread is on its way
   bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way
