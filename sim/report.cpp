@@ -49,13 +49,25 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
                    get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
   s += fmt::format("  fingerprint {:.0f}{}\n", get("sim.fingerprint"),
                    get("sim.partial") ? "  PARTIAL RESULT (the workload did not finish)" : "");
-  if (r.histogram) {
+  // cyclictest -N keeps ns (cyclictest.*_ns); its histogram buckets are ns.
+  const bool nsecs = m.count("cyclictest.avg_ns") != 0;
+  const char* unit = nsecs ? "ns" : "us";
+  if (r.histogram && nsecs) {
+    s += fmt::format(
+        "\ncyclictest -N: {:.0f} loops  min {:.0f} ns  avg {:.1f} ns  p50 {:.0f} ns  p99 {:.0f} ns  "
+        "max {:.0f} ns  overflows {:.0f} (histogram buckets of 1 ns)\n",
+        get("cyclictest.loops"), get("cyclictest.min_ns"), get("cyclictest.avg_ns"),
+        get("cyclictest.p50_ns"), get("cyclictest.p99_ns"), get("cyclictest.max_ns"),
+        get("cyclictest.overflows"));
+  } else if (r.histogram) {
     s += fmt::format(
         "\ncyclictest: {:.0f} loops  min {:.0f} us  avg {:.2f} us  p50 {:.0f} us  p99 {:.0f} us  "
         "max {:.0f} us  overflows {:.0f}\n",
         get("cyclictest.loops"), get("cyclictest.min_us"), get("cyclictest.avg_us"),
         get("cyclictest.p50_us"), get("cyclictest.p99_us"), get("cyclictest.max_us"),
         get("cyclictest.overflows"));
+  }
+  if (r.histogram) {
     // A compact view of the non-empty buckets.
     const auto& h = *r.histogram;
     std::uint64_t peak = 1;
@@ -64,7 +76,8 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
       if (!h.count(b)) continue;
       const auto bar = static_cast<std::size_t>(50.0 * static_cast<double>(h.count(b)) /
                                                 static_cast<double>(peak));
-      s += fmt::format("  {:>4} us {:>9}  {}\n", b, h.count(b), std::string(bar ? bar : 1, '#'));
+      s += fmt::format("  {:>4} {} {:>9}  {}\n", b, unit, h.count(b),
+                       std::string(bar ? bar : 1, '#'));
     }
   }
   if (r.metrics.count("tscdeadline_latency.samples")) {
