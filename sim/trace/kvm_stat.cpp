@@ -8,50 +8,62 @@
 
 namespace kvmsim::trace {
 
-const std::vector<std::string>& kvm_stat_vmx_exit_reasons() {
-  // kvm_stat's VMX_EXIT_REASONS (names as the kernel's VMX_EXIT_REASONS
-  // print them in kvm_exit). It has no PREEMPTION_TIMER (52), no
-  // EPT_VIOLATION-era additions after INVPCID.
-  static const std::vector<std::string> r = {"EXCEPTION_NMI",
-                                             "EXTERNAL_INTERRUPT",
-                                             "TRIPLE_FAULT",
-                                             "PENDING_INTERRUPT",
-                                             "NMI_WINDOW",
-                                             "TASK_SWITCH",
-                                             "CPUID",
-                                             "HLT",
-                                             "INVLPG",
-                                             "RDPMC",
-                                             "RDTSC",
-                                             "VMCALL",
-                                             "VMCLEAR",
-                                             "VMLAUNCH",
-                                             "VMPTRLD",
-                                             "VMPTRST",
-                                             "VMREAD",
-                                             "VMRESUME",
-                                             "VMWRITE",
-                                             "VMOFF",
-                                             "VMON",
-                                             "CR_ACCESS",
-                                             "DR_ACCESS",
-                                             "IO_INSTRUCTION",
-                                             "MSR_READ",
-                                             "MSR_WRITE",
-                                             "INVALID_STATE",
-                                             "MWAIT_INSTRUCTION",
-                                             "MONITOR_INSTRUCTION",
-                                             "PAUSE_INSTRUCTION",
-                                             "MCE_DURING_VMENTRY",
-                                             "TPR_BELOW_THRESHOLD",
-                                             "APIC_ACCESS",
-                                             "EPT_VIOLATION",
-                                             "EPT_MISCONFIG",
-                                             "WBINVD",
-                                             "XSETBV",
-                                             "APIC_WRITE",
-                                             "INVPCID"};
-  return r;
+const std::vector<std::string>& kvm_stat_vmx_exit_reasons(bool updated) {
+  // Names as the kernel's VMX_EXIT_REASONS print them in kvm_exit.
+  static const std::vector<std::string> legacy = {"EXCEPTION_NMI",
+                                                  "EXTERNAL_INTERRUPT",
+                                                  "TRIPLE_FAULT",
+                                                  "PENDING_INTERRUPT",
+                                                  "NMI_WINDOW",
+                                                  "TASK_SWITCH",
+                                                  "CPUID",
+                                                  "HLT",
+                                                  "INVLPG",
+                                                  "RDPMC",
+                                                  "RDTSC",
+                                                  "VMCALL",
+                                                  "VMCLEAR",
+                                                  "VMLAUNCH",
+                                                  "VMPTRLD",
+                                                  "VMPTRST",
+                                                  "VMREAD",
+                                                  "VMRESUME",
+                                                  "VMWRITE",
+                                                  "VMOFF",
+                                                  "VMON",
+                                                  "CR_ACCESS",
+                                                  "DR_ACCESS",
+                                                  "IO_INSTRUCTION",
+                                                  "MSR_READ",
+                                                  "MSR_WRITE",
+                                                  "INVALID_STATE",
+                                                  "MWAIT_INSTRUCTION",
+                                                  "MONITOR_INSTRUCTION",
+                                                  "PAUSE_INSTRUCTION",
+                                                  "MCE_DURING_VMENTRY",
+                                                  "TPR_BELOW_THRESHOLD",
+                                                  "APIC_ACCESS",
+                                                  "EPT_VIOLATION",
+                                                  "EPT_MISCONFIG",
+                                                  "WBINVD",
+                                                  "XSETBV",
+                                                  "APIC_WRITE",
+                                                  "INVPCID"};
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = legacy;
+    // 7 was renamed INTERRUPT_WINDOW in the kernel (2019); the rest are new.
+    std::replace(v.begin(), v.end(), std::string("PENDING_INTERRUPT"),
+                 std::string("INTERRUPT_WINDOW"));
+    for (const char* r :
+         {"INIT_SIGNAL",      "SIPI_SIGNAL", "INVD",    "MSR_LOAD_FAIL", "MONITOR_TRAP_FLAG",
+          "EOI_INDUCED",      "GDTR_IDTR",   "LDTR_TR", "INVEPT",        "RDTSCP",
+          "PREEMPTION_TIMER", "INVVPID",     "RDRAND",  "VMFUNC",        "ENCLS",
+          "RDSEED",           "PML_FULL",    "XSAVES",  "XRSTORS",       "UMWAIT",
+          "TPAUSE",           "BUS_LOCK",    "NOTIFY"})
+      v.emplace_back(r);
+    return v;
+  }();
+  return updated ? all : legacy;
 }
 
 namespace {
@@ -107,7 +119,7 @@ std::string kvm_stat_format(std::vector<KvmStatEvent> events, double interval_s,
   return o;
 }
 
-std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s) {
+std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s, bool updated_reasons) {
   std::vector<KvmStatEvent> v;
   for (const auto& [name, n] : s.event_counts) {
     // kvm_stat opens the tracepoints of events/kvm/ only: kvm_*, not
@@ -115,7 +127,7 @@ std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s) {
     if (name.rfind("kvm_", 0) != 0) continue;
     KvmStatEvent e{name, n, static_cast<double>(n), {}};
     if (name == "kvm_exit") {
-      const auto& known = kvm_stat_vmx_exit_reasons();
+      const auto& known = kvm_stat_vmx_exit_reasons(updated_reasons);
       for (const auto& [reason, r] : s.exits)
         if (std::find(known.begin(), known.end(), reason) != known.end())
           e.children.push_back({reason, r.count, static_cast<double>(r.count), {}});
@@ -125,17 +137,18 @@ std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s) {
   return v;
 }
 
-std::string kvm_stat_text(const TraceSummary& s, const std::string& source, bool drilldown) {
+std::string kvm_stat_text(const TraceSummary& s, const std::string& source, bool drilldown,
+                          bool updated_reasons) {
   const double span = s.span_s();
   if (!(span > 0))
     return fmt::format("kvm_stat view of {}: the trace has no time span, no rate to show\n",
                        source);
   std::string o = fmt::format(
       "kvm statistics - {} ({:.6f} s of trace; CurAvg/s = events / span)\n\n", source, span);
-  o += kvm_stat_format(kvm_stat_events(s), span, drilldown);
+  o += kvm_stat_format(kvm_stat_events(s, updated_reasons), span, drilldown);
   if (drilldown) {
     // kvm_stat has no child event for these reasons: say what the rows miss.
-    const auto& known = kvm_stat_vmx_exit_reasons();
+    const auto& known = kvm_stat_vmx_exit_reasons(updated_reasons);
     std::string missing;
     for (const auto& [reason, r] : s.exits)
       if (std::find(known.begin(), known.end(), reason) == known.end())

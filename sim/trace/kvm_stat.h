@@ -33,9 +33,13 @@ struct KvmStatEvent {
 };
 
 // The exit reasons kvm_stat creates child events for on VMX
-// (VMX_EXIT_REASONS in kvm_stat). Exits of other reasons (PREEMPTION_TIMER
-// among them) count in kvm_exit but have no row.
-const std::vector<std::string>& kvm_stat_vmx_exit_reasons();
+// (VMX_EXIT_REASONS in kvm_stat). The list of the tree up to 2022 stops at
+// INVPCID and has no PREEMPTION_TIMER (52) or EOI_INDUCED: exits of such
+// reasons count in kvm_exit but have no row. `updated` is the list of the
+// November 2022 patch "tools/kvm_stat: update exit reasons for
+// vmx/svm/aarch64/userspace" (every VMX reason up to NOTIFY), for a
+// kvm_stat that carries it.
+const std::vector<std::string>& kvm_stat_vmx_exit_reasons(bool updated = false);
 
 // kvm_stat's table for these events over `interval_s` seconds; children are
 // printed when `drilldown` is set (kvm_stat's 'x'). Events with total and
@@ -45,10 +49,11 @@ std::string kvm_stat_format(std::vector<KvmStatEvent> events, double interval_s,
 // The events of a trace as kvm_stat would have counted them: every kvm_*
 // event, and per-reason children of kvm_exit for the reasons kvm_stat knows.
 // delta = total (the interval is the trace's span).
-std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s);
+std::vector<KvmStatEvent> kvm_stat_events(const TraceSummary& s, bool updated_reasons = false);
 
 // kvm_stat_format(kvm_stat_events(s), s.span_s(), drilldown), with a header
 // naming the source and the span; an error text when the trace has no span.
-std::string kvm_stat_text(const TraceSummary& s, const std::string& source, bool drilldown);
+std::string kvm_stat_text(const TraceSummary& s, const std::string& source, bool drilldown,
+                          bool updated_reasons = false);
 
 }  // namespace kvmsim::trace

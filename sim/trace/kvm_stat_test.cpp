@@ -114,6 +114,11 @@ TEST_CASE("kvm_stat table from a trace: kvm events only, per-reason children und
   CHECK(dd[4] == "   MSR_WRITE                                       1   10.0        0");
   CHECK(text.find("PREEMPTION_TIMER 3") != std::string::npos);
   CHECK(text.find("sched_switch") == std::string::npos);
+  // The list of the 2022 update has PREEMPTION_TIMER: its row appears.
+  const auto upd = lines_of(kvm_stat_format(kvm_stat_events(s, true), s.span_s(), true));
+  REQUIRE(upd.size() == 9);
+  CHECK(upd[4] == "   PREEMPTION_TIMER                                3   30.0        2");
+  CHECK(kvm_stat_text(s, "t", true, true).find("has no child event") == std::string::npos);
 }
 
 TEST_CASE("kvm_stat table: a trace without a time span has no rates", "[kvm_stat][trace]") {

@@ -12,7 +12,8 @@
 using namespace kvmsim::test;
 
 namespace {
-const std::string kRun = "run scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=2000 -q";
+const std::string kArgs = "scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=2000";
+const std::string kRun = "run " + kArgs + " -q";
 }
 
 TEST_CASE("cyclictest -N: the same run in ns, not truncated to whole us", "[cli][cyclictest]") {
@@ -47,11 +48,14 @@ TEST_CASE("cyclictest -N: the same run in ns, not truncated to whole us", "[cli]
   CHECK(h.threads[0].min_us == static_cast<std::int64_t>(min_ns));
   CHECK(h.threads[0].max_us == static_cast<std::int64_t>(max_ns));
   CHECK(h.threads[0].avg_us == static_cast<std::int64_t>(avg_ns));  // printed truncated
-  CHECK(r.output.find("cyclictest -N:") != std::string::npos);
+  // The run summary (without -q) says which unit it prints.
+  const auto text = run_cli("run " + kArgs + " --set cyclictest.nsecs=true");
+  CHECK(text.output.find("cyclictest -N: 2000 loops  min " +
+                         std::to_string(static_cast<long>(min_ns)) + " ns") != std::string::npos);
 }
 
 TEST_CASE("cyclictest -N -h 100: 100 buckets of 1 ns, every latency overflows",
           "[cli][cyclictest]") {
-  const auto m = run_metrics("ct-ns-ovf", kRun + " --set cyclictest.nsecs=true");
+  const auto m = run_metrics("ct-ns-ovf", kArgs + " --set cyclictest.nsecs=true");
   CHECK(m.at("cyclictest.overflows") == m.at("cyclictest.loops"));
 }

@@ -31,6 +31,7 @@ struct TraceStatsOptions {
   bool json = false;
   bool kvm_stat = false;
   bool drilldown = false;
+  std::string kvm_stat_reasons = "legacy";
   double raw_clock_hz = 1e9;
 };
 
@@ -69,7 +70,7 @@ int run_trace_stats(const TraceStatsOptions& o) {
                                       s.lines, s.malformed, s.malformed_first.front().first,
                                       s.malformed_first.front().second));
   if (o.kvm_stat)
-    std::cout << trace::kvm_stat_text(s, o.file, o.drilldown);
+    std::cout << trace::kvm_stat_text(s, o.file, o.drilldown, o.kvm_stat_reasons == "2022");
   else if (o.json)
     // Exit-reason names come from the file: replace bytes that are not UTF-8.
     std::cout << trace::trace_stats_json(s, o.file).dump(
@@ -95,6 +96,11 @@ Command add_trace_stats_command(CLI::App& app) {
   kvm_stat->excludes(json);
   sub->add_flag("--drilldown", opts->drilldown,
                 "With --kvm-stat: also the per-exit-reason rows (kvm_stat's 'x')")
+      ->needs(kvm_stat);
+  sub->add_option("--kvm-stat-reasons", opts->kvm_stat_reasons,
+                  "With --drilldown: kvm_stat's exit-reason list, legacy (up to INVPCID, no "
+                  "PREEMPTION_TIMER; default) or 2022 (every VMX reason up to NOTIFY)")
+      ->check(CLI::IsMember({"legacy", "2022"}))
       ->needs(kvm_stat);
   sub->add_option("--raw-clock-hz", opts->raw_clock_hz,
                   "Counts per second of integer timestamps (default 1e9: a ns clock)")
