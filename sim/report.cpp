@@ -3,6 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 namespace kvmsim {
 
 std::string summary_json(const RunResult& r, const ParamSet& p, const std::string& scenario) {
@@ -49,22 +53,43 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
                    get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
   s += fmt::format("  fingerprint {:.0f}{}\n", get("sim.fingerprint"),
                    get("sim.partial") ? "  PARTIAL RESULT (the workload did not finish)" : "");
-  if (r.histogram) {
+  // cyclictest -N keeps ns (cyclictest.*_ns); its histogram buckets are ns.
+  const bool nsecs = m.count("cyclictest.avg_ns") != 0;
+  if (r.histogram && nsecs) {
+    s += fmt::format(
+        "\ncyclictest -N: {:.0f} loops  min {:.0f} ns  avg {:.0f} ns ({:.1f})  p50 {:.0f} ns  "
+        "p99 {:.0f} ns  max {:.0f} ns  overflows {:.0f} (histogram buckets of 1 ns)\n",
+        // avg as cyclictest prints it (truncated), then the exact mean.
+        get("cyclictest.loops"), get("cyclictest.min_ns"), std::trunc(get("cyclictest.avg_ns")),
+        get("cyclictest.avg_ns"),
+        get("cyclictest.p50_ns"), get("cyclictest.p99_ns"), get("cyclictest.max_ns"),
+        get("cyclictest.overflows"));
+  } else if (r.histogram) {
     s += fmt::format(
         "\ncyclictest: {:.0f} loops  min {:.0f} us  avg {:.2f} us  p50 {:.0f} us  p99 {:.0f} us  "
         "max {:.0f} us  overflows {:.0f}\n",
         get("cyclictest.loops"), get("cyclictest.min_us"), get("cyclictest.avg_us"),
         get("cyclictest.p50_us"), get("cyclictest.p99_us"), get("cyclictest.max_us"),
         get("cyclictest.overflows"));
-    // A compact view of the non-empty buckets.
+  }
+  if (r.histogram) {
+    // A compact view of the non-empty buckets; -N's 1 ns buckets are shown
+    // grouped by whole us (the histogram file keeps them all).
     const auto& h = *r.histogram;
+    const std::size_t group = nsecs ? 1000 : 1;
+    std::vector<std::uint64_t> rows((h.buckets() + group - 1) / group, 0);
+    for (std::size_t b = 0; b < h.buckets(); ++b) rows[b / group] += h.count(b);
     std::uint64_t peak = 1;
-    for (std::size_t b = 0; b < h.buckets(); ++b) peak = std::max(peak, h.count(b));
-    for (std::size_t b = 0; b < h.buckets(); ++b) {
-      if (!h.count(b)) continue;
-      const auto bar = static_cast<std::size_t>(50.0 * static_cast<double>(h.count(b)) /
-                                                static_cast<double>(peak));
-      s += fmt::format("  {:>4} us {:>9}  {}\n", b, h.count(b), std::string(bar ? bar : 1, '#'));
+    for (const auto c : rows) peak = std::max(peak, c);
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+      if (!rows[b]) continue;
+      const auto bar =
+          static_cast<std::size_t>(50.0 * static_cast<double>(rows[b]) / static_cast<double>(peak));
+      if (nsecs)
+        s += fmt::format("  {:>4}-{:<4} us {:>9}  {}\n", b, b + 1, rows[b],
+                         std::string(bar ? bar : 1, '#'));
+      else
+        s += fmt::format("  {:>4} us {:>9}  {}\n", b, rows[b], std::string(bar ? bar : 1, '#'));
     }
   }
   if (r.metrics.count("tscdeadline_latency.samples")) {

@@ -34,7 +34,11 @@ GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
     case State::Measure: {
       const std::uint64_t now_ns = k.guest_ns(now);
       const auto diff = static_cast<std::int64_t>(now_ns) - static_cast<std::int64_t>(next_ns_);
-      hist_.add_ns(diff, loops_);
+      // -N: calcdiff_ns(), the ns value itself; otherwise calcdiff(), whole us.
+      if (cfg_.nsecs)
+        hist_.add_us(diff, loops_);
+      else
+        hist_.add_ns(diff, loops_);
       k.vcpu().ctx().obs.latency_sample(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_, now,
                                         diff);
       if (++loops_ >= cfg_.loops) {

@@ -1,7 +1,12 @@
 // rt-tests cyclictest, one measurement thread (-t 1 -i INTERVAL -l LOOPS
 // -n -h BUCKETS): clock_nanosleep(TIMER_ABSTIME, next) on a guest hrtimer,
 // then latency = clock_gettime() - next, truncated to whole microseconds in
-// the histogram.
+// the histogram. With -N (CyclictestConfig::nsecs) the latency is kept in ns
+// (rt-tests' calcdiff_ns()) and everything cyclictest derives from it is in
+// ns too: min/act/avg/max and the histogram, whose buckets are then 1 ns
+// wide (hist_sample() indexes by the same diff), so `-N -h 100` overflows
+// every latency of 100 ns or more. The LatencyHistogram then counts ns
+// where it says us.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,7 @@ struct CyclictestConfig {
   std::uint64_t loops = 600000;
   std::uint64_t interval_us = 1000;
   std::size_t histogram_buckets = 100;
+  bool nsecs = false;  // -N
 };
 
 struct CyclictestCosts {

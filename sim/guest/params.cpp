@@ -57,7 +57,12 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"cyclictest.vcpu", ParamType::Int, "1", "vcpu", 0, 255, {},
              "cyclictest -a: the vCPU the measurement thread runs on (VM 0)."});
   r.declare({"cyclictest.histogram_us", ParamType::Int, "100", "us", 1, 100000, {},
-             "cyclictest -h: histogram buckets (1 us each); larger values overflow."});
+             "cyclictest -h: histogram buckets (1 us each; 1 ns each with cyclictest.nsecs); "
+             "larger values overflow."});
+  r.declare({"cyclictest.nsecs", ParamType::Bool, "false", "bool", {}, {}, {},
+             "cyclictest -N: latencies in ns instead of whole us (rt-tests: calcdiff_ns(), not "
+             "truncated); min/avg/max and the histogram's buckets are then in ns, as cyclictest "
+             "prints them, and the metrics are cyclictest.{min,avg,max,p50,p99}_ns."});
   r.declare({"cost.guest.irq_entry", ParamType::Dist, "400ns", "time", {}, {}, {},
              "Guest interrupt entry up to local_apic_timer_interrupt()."});
   r.declare({"cost.guest.hrtimer_interrupt", ParamType::Dist, "500ns", "time", {}, {}, {},

@@ -1,10 +1,12 @@
-// kvmsim trace-stats FILE [--json] [--raw-clock-hz HZ]
+// kvmsim trace-stats FILE [--json] [--raw-clock-hz HZ] [--kvm-stat [--drilldown]]
 // Reads a trace-cmd report / ftrace `trace` / perf script text file and prints
 // exit-reason counts and rates, exit-to-entry service times, event counts,
 // hv-timer, halt-polling and timer-advance statistics, and the line numbers of
 // lines it could not read. Exit code 0 once the file was read (malformed lines
 // included), 2 when it cannot be opened, is a directory or binary, or has no
-// event line at all. FILE "-" reads stdin.
+// event line at all. FILE "-" reads stdin. --kvm-stat prints the table
+// kvm_stat shows instead (sim/trace/kvm_stat.h), --drilldown with the
+// per-exit-reason rows of its 'x' key.
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/trace/kvm_stat.h"
 #include "sim/trace/trace_stats.h"
 #include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
@@ -26,6 +29,9 @@ namespace {
 struct TraceStatsOptions {
   std::string file;
   bool json = false;
+  bool kvm_stat = false;
+  bool drilldown = false;
+  std::string kvm_stat_reasons = "legacy";
   double raw_clock_hz = 1e9;
 };
 
@@ -63,7 +69,9 @@ int run_trace_stats(const TraceStatsOptions& o) {
                                       "at line {}: {})",
                                       s.lines, s.malformed, s.malformed_first.front().first,
                                       s.malformed_first.front().second));
-  if (o.json)
+  if (o.kvm_stat)
+    std::cout << trace::kvm_stat_text(s, o.file, o.drilldown, o.kvm_stat_reasons == "2022");
+  else if (o.json)
     // Exit-reason names come from the file: replace bytes that are not UTF-8.
     std::cout << trace::trace_stats_json(s, o.file).dump(
                      2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
@@ -81,7 +89,19 @@ Command add_trace_stats_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "trace-stats", "Statistics of a text trace (trace-cmd report, ftrace, perf script)");
   sub->add_option("file", opts->file, "Trace text file ('-' for stdin)")->required();
-  sub->add_flag("--json", opts->json, "Print JSON instead of text");
+  auto* json = sub->add_flag("--json", opts->json, "Print JSON instead of text");
+  auto* kvm_stat = sub->add_flag("--kvm-stat", opts->kvm_stat,
+                                 "Print the table kvm_stat shows (Event, Total, %Total, "
+                                 "CurAvg/s over the trace's span)");
+  kvm_stat->excludes(json);
+  sub->add_flag("--drilldown", opts->drilldown,
+                "With --kvm-stat: also the per-exit-reason rows (kvm_stat's 'x')")
+      ->needs(kvm_stat);
+  sub->add_option("--kvm-stat-reasons", opts->kvm_stat_reasons,
+                  "With --drilldown: kvm_stat's exit-reason list, legacy (up to INVPCID, no "
+                  "PREEMPTION_TIMER; default) or 2022 (every VMX reason up to NOTIFY)")
+      ->check(CLI::IsMember({"legacy", "2022"}))
+      ->needs(kvm_stat);
   sub->add_option("--raw-clock-hz", opts->raw_clock_hz,
                   "Counts per second of integer timestamps (default 1e9: a ns clock)")
       ->check(number_in(0, 1e12, "Hz", true));
