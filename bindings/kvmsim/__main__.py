@@ -96,11 +96,14 @@ def cmd_plot(a):
         if not (a.x and a.y):
             raise kvmsim.ScenarioError(f"{src}: a sweep CSV needs --x KEY and --y METRIC")
         df = pd.read_csv(src)
-        for col in [a.x, a.y] + ([a.hue] if a.hue else []):
+        hue = a.hue.split(",") if a.hue else None
+        for col in [a.x, a.y] + (hue or []):
             if col not in df.columns:
                 raise kvmsim.ScenarioError(f"{src}: no column '{col}'")
         fig, ax = plt.subplots(figsize=(7, 4))
-        kvmsim.plot.sweep(df, a.x, a.y, hue=a.hue, ax=ax)
+        kvmsim.plot.sweep(df, a.x, a.y, hue=hue if hue and len(hue) > 1 else a.hue, ax=ax)
+        if a.title:
+            ax.set_title(a.title)
         png = a.png or os.path.splitext(src)[0] + ".png"
     fig.tight_layout()
     fig.savefig(png, dpi=110)
@@ -126,7 +129,8 @@ def main(argv=None):
     q.add_argument("--published", choices=["t1"], help="overlay a published histogram")
     q.add_argument("--x")
     q.add_argument("--y")
-    q.add_argument("--hue")
+    q.add_argument("--hue", help="column(s), comma-separated: one line per value / combination")
+    q.add_argument("--title")
     a = p.parse_args(argv)
     import kvmsim
 

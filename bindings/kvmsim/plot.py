@@ -98,22 +98,26 @@ def breakdown(results, ax=None):
 
 
 def sweep(df, x, y, hue=None, ax=None):
-    """``y`` against ``x`` over a sweep DataFrame, one line per ``hue`` value;
+    """``y`` against ``x`` over a sweep DataFrame, one line per ``hue`` value (a
+    column, or a list of columns: one line per combination);
     the mean over seeds with min-max error bars when there are several."""
     ax = _axes(ax)
     ok = df[df["status"] == "ok"] if "status" in df else df
-    groups = [(None, ok)] if hue is None else list(ok.groupby(hue, sort=True))
+    hues = [] if hue is None else ([hue] if isinstance(hue, str) else list(hue))
+    groups = [(None, ok)] if not hues else list(ok.groupby(hues if len(hues) > 1 else hues[0],
+                                                           sort=True))
     for key, g in groups:
         agg = g.groupby(x, sort=True)[y].agg(["mean", "min", "max"])
         err = np.vstack([agg["mean"] - agg["min"], agg["max"] - agg["mean"]])
         xs = agg.index.to_numpy()
         if xs.dtype == bool:
             xs = xs.astype(str)
-        ax.errorbar(xs, agg["mean"], yerr=err, marker="o", capsize=3,
-                    label=None if hue is None else f"{hue}={key}")
+        keys = key if isinstance(key, tuple) else (key,)
+        label = None if not hues else ", ".join(f"{h}={k}" for h, k in zip(hues, keys))
+        ax.errorbar(xs, agg["mean"], yerr=err, marker="o", capsize=3, label=label)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.grid(True, alpha=0.3)
-    if hue is not None:
-        ax.legend()
+    if hues:
+        ax.legend(fontsize="small")
     return ax

@@ -50,6 +50,7 @@ class CyclictestWorkload : public Workload {
     m["cyclictest.max_us"] = static_cast<double>(h.max_us());
     m["cyclictest.p50_us"] = h.percentile_us(50);
     m["cyclictest.p99_us"] = h.percentile_us(99);
+    report_guest_idle(guests_, m);
     m["cyclictest.overflows"] = static_cast<double>(h.overflows());
   }
 

@@ -52,11 +52,12 @@ void GuestKernel::tick_stop() {
 }
 
 // The idle task: idle=poll spins with the tick running; default_idle stops
-// the tick when nothing is due within a tick (tick_nohz_idle_stop_tick) and
-// executes HLT.
+// the tick when nothing is due within a tick (tick_nohz_idle_stop_tick,
+// unless nohz=off) and executes HLT; with cpuidle-haltpoll the governor may
+// poll first.
 GuestStep GuestKernel::idle_step(Tsc now) {
   if (!cfg_.idle_hlt) return GuestStep::idle();
-  if (tick_running_) {
+  if (tick_running_ && cfg_.nohz) {
     std::uint64_t next_other = 0;
     for (auto* t : timers_)
       if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
@@ -66,7 +67,68 @@ GuestStep GuestKernel::idle_step(Tsc now) {
       return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));  // HLT comes next
     }
   }
+  if (cfg_.haltpoll.max_ns) return haltpoll_idle_step(now);
+  ++idle_stats_.hlt;
+  in_hlt_ = true;
+  idle_enter_ns_ = guest_ns(now);
   return GuestStep::hlt();
+}
+
+// haltpoll_select() (drivers/cpuidle/governors/haltpoll.c): poll (state 0)
+// unless the limit is 0 or the last poll ran out its limit without an event,
+// then HLT (state 1, default_idle()). The poll is poll_idle()
+// (drivers/cpuidle/poll_state.c): need_resched with TIF_POLLING_NRFLAG set,
+// so a waker on another CPU sends no IPI; an interrupt that wakes nothing
+// returns to the loop.
+GuestStep GuestKernel::haltpoll_idle_step(Tsc now) {
+  if (polling_) haltpoll_poll_done(now, false);  // the poll ran out its limit
+  const bool poll = poll_limit_ns_ != 0 && !(last_state_poll_ && poll_time_limit_);
+  if (poll) {
+    last_state_poll_ = true;
+    poll_time_limit_ = false;
+    polling_ = true;
+    ++idle_stats_.polls;
+    idle_enter_ns_ = guest_ns(now);
+    const std::uint64_t cycles = guest_tsc_khz_ * poll_limit_ns_ / 1000000;
+    return GuestStep::run(Stage::GuestHaltPoll, guest_cycles_to_host(cycles));
+  }
+  last_state_poll_ = false;
+  ++idle_stats_.hlt;
+  in_hlt_ = true;
+  idle_enter_ns_ = guest_ns(now);
+  return GuestStep::hlt();
+}
+
+// poll_idle() returns: an event (need_resched, `hit`) or the limit
+// (dev->poll_time_limit). haltpoll_reflect() adjusts only after a halt.
+void GuestKernel::haltpoll_poll_done(Tsc now, bool hit) {
+  polling_ = false;
+  idle_stats_.poll_ns += guest_ns(now) - idle_enter_ns_;
+  if (hit) {
+    ++idle_stats_.poll_hits;
+  } else {
+    ++idle_stats_.poll_timeouts;
+    poll_time_limit_ = true;
+  }
+}
+
+// adjust_poll_limit() after a halt of block_ns: grow (times grow, at least
+// grow_start, at most guest_halt_poll_ns) when the halt outlasted the limit
+// but not the maximum; shrink (divide, 0 = reset) when it outlasted the
+// maximum. Unlike the host's rule there is no floor at grow_start.
+void GuestKernel::adjust_poll_limit(std::uint64_t block_ns) {
+  const auto& hp = cfg_.haltpoll;
+  if (block_ns > poll_limit_ns_ && block_ns <= hp.max_ns) {
+    std::uint64_t val = std::uint64_t{poll_limit_ns_} * hp.grow;
+    if (val < hp.grow_start) val = hp.grow_start;
+    if (val > hp.max_ns) val = hp.max_ns;
+    if (val != poll_limit_ns_) ++idle_stats_.grows;
+    poll_limit_ns_ = static_cast<unsigned>(val);
+  } else if (block_ns > hp.max_ns && hp.allow_shrink) {
+    const unsigned val = hp.shrink == 0 ? 0 : poll_limit_ns_ / hp.shrink;
+    if (val != poll_limit_ns_) ++idle_stats_.shrinks;
+    poll_limit_ns_ = val;
+  }
 }
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
@@ -115,7 +177,10 @@ GuestStep GuestKernel::step(Tsc now) {
   spin_recheck_ = false;
   if (has_resume_) {
     has_resume_ = false;
-    if (!(recheck && resume_.kind == GuestStep::Kind::Idle)) return last_ = resume_;
+    // (The haltpoll poll is such a spin too, with a time limit.)
+    if (!(recheck &&
+          (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll)))
+      return last_ = resume_;
   }
   if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s)) {
     tick_started_ = true;
@@ -135,10 +200,12 @@ GuestStep GuestKernel::step(Tsc now) {
     work_.pop_front();
     if (!kq_.empty()) return step(now);
   }
-  if (recheck && need_resched_ && current_ == nullptr && !cfg_.idle_hlt) {
+  if (recheck && need_resched_ && current_ == nullptr && (!cfg_.idle_hlt || polling_)) {
     // The polling idle loop saw the waker's TIF_NEED_RESCHED store.
+    if (polling_) haltpoll_poll_done(now, true);
     return last_ = GuestStep::run(Stage::GuestIdle, costs_.cacheline_transfer(rng_));
   }
+  if (polling_ && need_resched_) haltpoll_poll_done(now, true);  // woken on this CPU
   if (need_resched_) {
     need_resched_ = false;
     if (current_ == nullptr && cfg_.hz && !tick_running_) {
@@ -239,7 +306,7 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
   runqueue_.push_back(t);
   if (need_resched_) return false;
   need_resched_ = true;
-  if (current_ == nullptr && !cfg_.idle_hlt) {
+  if (current_ == nullptr && (!cfg_.idle_hlt || polling_)) {
     ++smp_->stats().wakeups_polling;
     remote_store();
     return false;
@@ -261,9 +328,15 @@ void GuestKernel::set_smp(std::shared_ptr<GuestSmp> smp, int cpu) {
   cpu_ = cpu;
 }
 
-void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
+void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc now) {
   // The interrupted step (if any) was saved by suspend(); it resumes after
   // the handler unless a reschedule switches away from it.
+  timer_from_idle_ = vector == LOCAL_TIMER_VECTOR && (in_hlt_ || polling_);
+  if (in_hlt_) {
+    // The halt ends: cpuidle's last_residency_ns -> haltpoll_reflect().
+    in_hlt_ = false;
+    if (cfg_.haltpoll.max_ns) adjust_poll_limit(guest_ns(now) - idle_enter_ns_);
+  }
   in_irq_ = true;
   irq_vector_ = vector;
   irq_state_ = Irq::Entry;
@@ -293,6 +366,12 @@ GuestStep GuestKernel::irq_step(Tsc now) {
       if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_handler_ipi(now);
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
+      if (timer_from_idle_ && programmed_ && gnow >= programmed_) {
+        // A timer woke the idle CPU: its deadline to hrtimer_interrupt().
+        ++idle_stats_.timer_wakeups;
+        idle_stats_.timer_wakeup_ns += (gnow - programmed_) * 1000000 / guest_tsc_khz_;
+      }
+      timer_from_idle_ = false;
       programmed_ = 0;  // the deadline fired: the clockevent is unarmed
       in_hrtirq_ = true;
       for (;;) {
@@ -318,7 +397,9 @@ GuestStep GuestKernel::irq_step(Tsc now) {
   // dropped); a task's interrupted step finishes first (no kernel preemption
   // inside a step).
   in_irq_ = false;
-  if (need_resched_ && has_resume_ && resume_.kind == GuestStep::Kind::Idle) has_resume_ = false;
+  if (need_resched_ && has_resume_ &&
+      (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll))
+    has_resume_ = false;
   // ack_APIC_irq(): the model does not trap this guest's EOI write (as if
   // APICv virtualized it); then a vector that became pending meanwhile.
   vcpu_.lapic().virtual_eoi();

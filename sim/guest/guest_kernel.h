@@ -52,6 +52,40 @@ struct GuestConfig {
   // by default); 0 = nowatchdog. It keeps a timer queued at all times, so
   // hrtimer_interrupt() always reprograms the clockevent for a next event.
   unsigned watchdog_s = 0;
+  // CONFIG_NO_HZ_IDLE active (false: nohz=off, the tick runs in idle too).
+  bool nohz = true;
+  // cpuidle-haltpoll (drivers/cpuidle/cpuidle-haltpoll.c with the haltpoll
+  // governor, 2019): before HLT the idle loop polls need_resched for the
+  // per-CPU poll_limit_ns, adjusted after each halt; max_ns 0 = not loaded.
+  struct Haltpoll {
+    unsigned max_ns = 0;          // guest_halt_poll_ns
+    unsigned grow = 2;            // guest_halt_poll_grow
+    unsigned grow_start = 50000;  // guest_halt_poll_grow_start
+    unsigned shrink = 2;          // guest_halt_poll_shrink
+    bool allow_shrink = true;     // guest_halt_poll_allow_shrink
+  } haltpoll;
+};
+
+// What the idle loop and its timers did, for the metrics.
+struct GuestIdleStats {
+  std::uint64_t timer_wakeups = 0;    // LAPIC timer interrupts that found the CPU idle
+  std::uint64_t timer_wakeup_ns = 0;  // sum of deadline -> hrtimer_interrupt(), ns
+  std::uint64_t hlt = 0;              // HLTs executed by the idle loop
+  std::uint64_t polls = 0, poll_hits = 0, poll_timeouts = 0;  // guest haltpoll
+  std::uint64_t poll_ns = 0;                                  // guest time spent polling
+  std::uint64_t grows = 0, shrinks = 0;                       // poll_limit_ns changes
+  GuestIdleStats& operator+=(const GuestIdleStats& o) {
+    timer_wakeups += o.timer_wakeups;
+    timer_wakeup_ns += o.timer_wakeup_ns;
+    hlt += o.hlt;
+    polls += o.polls;
+    poll_hits += o.poll_hits;
+    poll_timeouts += o.poll_timeouts;
+    poll_ns += o.poll_ns;
+    grows += o.grows;
+    shrinks += o.shrinks;
+    return *this;
+  }
 };
 
 // A guest hrtimer (expiry in guest TSC cycles; the guest's clocksource).
@@ -173,6 +207,10 @@ class GuestKernel : public GuestVcpu {
   Vcpu& vcpu() { return vcpu_; }
   Rng& rng() { return rng_; }
   const GuestCosts& costs() const { return costs_; }
+  [[nodiscard]] const GuestIdleStats& idle_stats() const { return idle_stats_; }
+  [[nodiscard]] unsigned haltpoll_limit_ns() const { return poll_limit_ns_; }
+  // The idle loop is in the haltpoll governor's poll state (TIF_POLLING_NRFLAG set).
+  [[nodiscard]] bool haltpoll_polling() const { return polling_; }
 
  private:
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
@@ -180,6 +218,9 @@ class GuestKernel : public GuestVcpu {
   void program_clockevent();
   GuestTask* pick_next();
   GuestStep idle_step(Tsc now);
+  GuestStep haltpoll_idle_step(Tsc now);
+  void haltpoll_poll_done(Tsc now, bool hit);
+  void adjust_poll_limit(std::uint64_t block_ns);
   void wake_up_local(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
   // true if this CPU needs a RESCHEDULE_VECTOR IPI.
@@ -248,9 +289,19 @@ class GuestKernel : public GuestVcpu {
   int cpu_ = 0;
   std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
   bool spin_recheck_ = false;
-  std::deque<Csd*> call_single_queue_;       // csds other CPUs queued for this one
+  std::deque<Csd*> call_single_queue_;         // csds other CPUs queued for this one
   std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
   std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
+
+  // Idle state: HLT executed and no interrupt since; haltpoll's poll state.
+  bool in_hlt_ = false;
+  bool polling_ = false;
+  bool timer_from_idle_ = false;     // the timer interrupt being handled found the CPU idle
+  std::uint64_t idle_enter_ns_ = 0;  // guest ns when the HLT / poll began
+  unsigned poll_limit_ns_ = 0;       // cpuidle_device->poll_limit_ns
+  bool last_state_poll_ = false;     // dev->last_state_idx == 0
+  bool poll_time_limit_ = false;     // dev->poll_time_limit
+  GuestIdleStats idle_stats_;
 
   std::vector<GuestHrtimer*> timers_;
   std::uint64_t programmed_ = 0;  // TSC deadline written to the LAPIC (0 = none)

@@ -117,6 +117,7 @@ class IpiPingPong : public Workload {
     m["ipi_pingpong.min_us"] = stats_.rounds ? stats_.min_ns / 1000 : 0;
     m["ipi_pingpong.max_us"] = stats_.max_ns / 1000;
     report_guest_smp(guests_, m);
+    report_guest_idle(guests_, m);
   }
 
  private:

@@ -34,6 +34,16 @@ GuestConfig guest_config(const ParamSet& p) {
   g.hz = static_cast<unsigned>(p.i("guest.hz"));
   g.idle_hlt = p.s("guest.idle") == "hlt";
   g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
+  g.nohz = p.b("guest.nohz");
+  g.haltpoll.max_ns = static_cast<unsigned>(p.i("guest.haltpoll_ns"));
+  g.haltpoll.grow = static_cast<unsigned>(p.i("guest.haltpoll_grow"));
+  g.haltpoll.grow_start = static_cast<unsigned>(p.i("guest.haltpoll_grow_start"));
+  g.haltpoll.shrink = static_cast<unsigned>(p.i("guest.haltpoll_shrink"));
+  if (g.haltpoll.max_ns && !g.idle_hlt)
+    throw ScenarioError(
+        fmt::format("{}: key 'guest.haltpoll_ns': cpuidle-haltpoll needs "
+                    "guest.idle=hlt (idle=poll bypasses cpuidle)",
+                    p.origin("guest.haltpoll_ns")));
   return g;
 }
 
@@ -56,12 +66,35 @@ std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {
     int cpu = 0;
     for (const auto& v : vm->vcpus()) {
       guests.push_back(std::make_unique<GuestKernel>(*v, gc, vm->guest_tsc_khz(), cfg));
+      // arch_haltpoll_enable(): with cpuidle-haltpoll the guest writes 0 to
+      // MSR_KVM_POLL_CONTROL at boot (if KVM_FEATURE_POLL_CONTROL is
+      // offered), so kvm_arch_no_poll() turns host halt polling off.
+      if (cfg.haltpoll.max_ns && sys.params().b("kvm.poll_control")) v->set_poll_control(false);
       guests.back()->set_smp(smp, cpu++);
       smp->add_cpu(guests.back().get());
       v->set_guest(guests.back().get());
     }
   }
   return guests;
+}
+
+void report_guest_idle(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m) {
+  GuestIdleStats s;
+  for (const auto& g : guests) s += g->idle_stats();
+  if (s.timer_wakeups) {
+    m["timer_wakeup.count"] = static_cast<double>(s.timer_wakeups);
+    m["timer_wakeup.avg_us"] =
+        static_cast<double>(s.timer_wakeup_ns) / 1000.0 / static_cast<double>(s.timer_wakeups);
+  }
+  if (s.hlt) m["guest.idle.hlt"] = static_cast<double>(s.hlt);
+  if (s.polls) {
+    m["guest.haltpoll.polls"] = static_cast<double>(s.polls);
+    m["guest.haltpoll.hits"] = static_cast<double>(s.poll_hits);
+    m["guest.haltpoll.timeouts"] = static_cast<double>(s.poll_timeouts);
+    m["guest.haltpoll.poll_s"] = static_cast<double>(s.poll_ns) / 1e9;
+    m["guest.haltpoll.grow"] = static_cast<double>(s.grows);
+    m["guest.haltpoll.shrink"] = static_cast<double>(s.shrinks);
+  }
 }
 
 void report_guest_smp(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m) {

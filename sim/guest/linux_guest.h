@@ -29,4 +29,9 @@ std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys);
 // the VMs of `guests`, for workloads that use SMP to report.
 void report_guest_smp(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m);
 
+// timer_wakeup.{count,avg_us} (a LAPIC timer interrupt that found the vCPU
+// idle in HLT or the haltpoll poll: its deadline to hrtimer_interrupt()),
+// guest.idle.hlt and guest.haltpoll.*, summed over `guests`.
+void report_guest_idle(const std::vector<std::unique_ptr<GuestKernel>>& guests, Metrics& m);
+
 }  // namespace kvmsim

@@ -13,6 +13,22 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
              "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
              "0 = none (nohz_full vCPU running one task, as RT guests do)."});
+  r.declare({"guest.nohz", ParamType::Bool, "true", "bool", {}, {}, {},
+             "CONFIG_NO_HZ_IDLE in effect: the idle loop stops the tick before HLT; false = "
+             "nohz=off (the guest.hz tick keeps waking the idle vCPU)."});
+  r.declare({"guest.haltpoll_ns", ParamType::Int, "0", "ns", 0, 1e9, {},
+             "cpuidle-haltpoll loaded with this guest_halt_poll_ns (the kernel's default 200000); "
+             "0 = not loaded. The idle loop polls need_resched before HLT (guest.idle=hlt only), "
+             "and the guest disables host polling through MSR_KVM_POLL_CONTROL when "
+             "kvm.poll_control is on."});
+  r.declare({"guest.haltpoll_grow", ParamType::Int, "2", "factor", 0, 1000, {},
+             "guest_halt_poll_grow: poll_limit_ns multiplier after a halt that ended within "
+             "guest.haltpoll_ns."});
+  r.declare({"guest.haltpoll_grow_start", ParamType::Int, "50000", "ns", 0, 1e9, {},
+             "guest_halt_poll_grow_start: the first non-zero poll_limit_ns."});
+  r.declare({"guest.haltpoll_shrink", ParamType::Int, "2", "divisor", 0, 1000, {},
+             "guest_halt_poll_shrink: poll_limit_ns divisor after a halt longer than "
+             "guest.haltpoll_ns (0 = reset to 0)."});
   {
     // The registered workloads (sim/guest/*_workload.cpp) are the choices.
     const auto& reg = WorkloadRegistry::instance();

@@ -143,6 +143,7 @@ class SmpCallWorkload : public Workload {
     m["smp_call.functions_run"] = static_cast<double>(stats_.functions_run);
     m["smp_call.targets"] = static_cast<double>(targets_.size());
     report_guest_smp(guests_, m);
+    report_guest_idle(guests_, m);
   }
 
  private:

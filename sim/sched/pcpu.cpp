@@ -186,7 +186,9 @@ void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
 }
 
 void Pcpu::end_guest_spin() {
-  if (seg_kind_ != SegKind::Guest || seg_end_ != kTscNever) return;
+  // An open-ended spin, or the guest's bounded cpuidle poll.
+  if (seg_kind_ != SegKind::Guest || (seg_end_ != kTscNever && seg_stage_ != Stage::GuestHaltPoll))
+    return;
   seg_end_ = now_tsc();
   reschedule();
 }

@@ -32,7 +32,10 @@ inline std::string_view stage_explanation(Stage s) {
     case Stage::VcpuBlock:
       return "vcpu_block(): timer to a host hrtimer, schedule() out";
     case Stage::HaltPoll:
-      return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window ends";
+      return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window "
+             "ends";
+    case Stage::GuestHaltPoll:
+      return "guest cpuidle-haltpoll: poll_idle() spins on need_resched before HLT";
     case Stage::VcpuWakeup:
       return "back from kvm_vcpu_block(): schedule() in, timer back to hv";
     case Stage::HostIrq:

@@ -29,6 +29,16 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"kvm.halt_poll_ns_shrink", ParamType::Int, "0", "divisor", 0, 1000, {},
              "kvm.halt_poll_ns_shrink: divisor of the window when a halt outlasted the maximum; "
              "0 = reset to 0 (the historic default; recent kernels use 2)."});
+  r.declare({"kvm.halt_poll_rule", ParamType::String, "v6.2", "", {}, {}, {"v4.0", "v4.3", "v4.7", "v5.2", "v6.2"},
+             "Era of kvm_vcpu_halt()'s window rule (sim/vmx/halt_poll.h), by the first kernel that "
+             "had it: v4.0 a fixed window (every halt polls halt_poll_ns); v4.3 first grow 10000 ns, no floor, no cap; v4.7 grow capped at "
+             "halt_poll_ns, invalid wake-ups shrink; v5.2 grow_start and 0 below it; v6.2 the cap "
+             "at the start of each halt (the rule of v6.6). Not a kernel-version switch: only the "
+             "rule."});
+  r.declare({"kvm.poll_control", ParamType::Bool, "true", "bool", {}, {}, {},
+             "KVM_FEATURE_POLL_CONTROL (v5.3+) offered to the guest: a guest with "
+             "cpuidle-haltpoll (guest.haltpoll_ns) then turns host halt polling off through "
+             "MSR_KVM_POLL_CONTROL; false = both poll."});
   r.declare({"kvm.halt_poll_ns_timer", ParamType::Int, "0", "ns", 0, 1e9, {},
              "halt_poll_ns_timer (2016 proposal, not merged): poll instead of scheduling out "
              "when the vCPU's own LAPIC timer fires within this many ns; 0 = off."});

@@ -273,22 +273,24 @@ void Vcpu::vcpu_block(Tsc now) {
     end_block(now, 0);
     return;
   }
-  halt_start_ = now;
   polled_ = false;
   const HaltPollConfig& hp = vmx_.halt_poll;
-  if (hp.max_ns == 0 && hp.timer_ns == 0) {  // no halt polling: schedule out
+  // kvm_arch_no_poll(): the guest turned host polling off (cpuidle-haltpoll).
+  if ((hp.max_ns == 0 && hp.timer_ns == 0) || !poll_control_) {  // no polling: schedule out
     Tsc cost = costs_.vcpu_block(rng());
-    if (hv_timer_before_block_) cost += lapic_.switch_to_sw_timer(now);
+    const Tsc sw = hv_timer_before_block_ ? lapic_.switch_to_sw_timer(now) : 0;
+    cost += sw;
+    halt_start_ = now + sw;  // kvm_vcpu_halt()'s start, after the timer switch
     state_ = State::Block;
     pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
     return;
   }
   const Tsc sw = hv_timer_before_block_ ? lapic_.switch_to_sw_timer(now) : 0;
+  halt_start_ = now + sw;
   // kvm_vcpu_halt(): the window is capped by halt_poll_ns; poll only while
   // this is the only task on the pCPU and nothing wants it
   // (kvm_vcpu_can_poll(): single_task_running() && !need_resched()).
-  halt_poll_ns_ = std::min(halt_poll_ns_, hp.max_ns);
-  std::uint64_t window_ns = halt_poll_ns_;
+  std::uint64_t window_ns = halt_poll_window(hp, halt_poll_ns_);
   if (hp.timer_ns && lapic_.queued()) {
     // halt_poll_ns_timer (2016 proposal): the vCPU's own LAPIC timer fires
     // within the window, so poll for it instead of scheduling out.
@@ -340,42 +342,21 @@ void Vcpu::finish_halt(Tsc now, bool waited) {
     }
   }
   if (waited) hp_stats_.wait_cycles += now - block_start_;
-  const std::uint32_t max = vmx_.halt_poll.max_ns;
-  // A halt that did not poll is measured from the end of the block stage.
-  const std::uint64_t halt_ns = clk.cycles_to_ns(now - (polled_ ? halt_start_ : block_start_));
-  if (max == 0) {
-    halt_poll_ns_ = 0;
-  } else if (halt_ns <= halt_poll_ns_) {
-    // the window was long enough: keep it
-  } else if (halt_poll_ns_ && halt_ns > max) {
-    shrink_halt_poll_ns(now);
-  } else if (halt_poll_ns_ < max && halt_ns < max) {
-    grow_halt_poll_ns(now);
+  // halt_ns = cur - start of kvm_vcpu_halt(), polled or not: a halt whose
+  // wake-up raced the block (no poll, no sleep) lasted the block stage's
+  // length, not 0 (which would never grow the window from 0).
+  const std::uint64_t halt_ns = clk.cycles_to_ns(now - halt_start_);
+  // x86 wake-ups are all valid (vcpu_valid_wakeup() is s390's).
+  // halt_poll_allowed = !kvm_arch_no_poll(): no window update either.
+  const HaltPollUpdate u = poll_control_
+                               ? halt_poll_update(vmx_.halt_poll, halt_poll_ns_, halt_ns, true)
+                               : HaltPollUpdate{};
+  if (u.kind != HaltPollUpdate::Kind::Keep) {
+    const bool grow = u.kind == HaltPollUpdate::Kind::Grow;
+    ++(grow ? hp_stats_.grows : hp_stats_.shrinks);
+    ctx().obs.halt_poll_ns(vcpu_id_, grow, u.new_ns, u.old_ns, now);
   }
   ctx().obs.vcpu_wakeup(vcpu_id_, waited, static_cast<std::int64_t>(halt_ns), now);
-}
-
-// grow_halt_poll_ns(): times grow, at least grow_start (capped by
-// halt_poll_ns at the next halt).
-void Vcpu::grow_halt_poll_ns(Tsc now) {
-  const HaltPollConfig& hp = vmx_.halt_poll;
-  if (hp.grow == 0) return;
-  const std::uint32_t old = halt_poll_ns_;
-  const std::uint64_t val = std::max<std::uint64_t>(std::uint64_t{old} * hp.grow, hp.grow_start);
-  halt_poll_ns_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(val, 0xffffffffU));
-  ++hp_stats_.grows;
-  ctx().obs.halt_poll_ns(vcpu_id_, true, halt_poll_ns_, old, now);
-}
-
-// shrink_halt_poll_ns(): divided by shrink (0: reset), and 0 below grow_start.
-void Vcpu::shrink_halt_poll_ns(Tsc now) {
-  const HaltPollConfig& hp = vmx_.halt_poll;
-  const std::uint32_t old = halt_poll_ns_;
-  std::uint32_t val = hp.shrink == 0 ? 0 : old / hp.shrink;
-  if (val < hp.grow_start) val = 0;
-  halt_poll_ns_ = val;
-  ++hp_stats_.shrinks;
-  ctx().obs.halt_poll_ns(vcpu_id_, false, val, old, now);
 }
 
 // need_resched on this pCPU ends a poll (kvm_vcpu_can_poll()).
@@ -393,7 +374,8 @@ void Vcpu::after_block(Tsc now) {
     // With halt polling configured the halt ends through the window update
     // and kvm_vcpu_wakeup as any other (without it the model keeps the
     // pre-polling behaviour: no event for a halt that never slept).
-    if (vmx_.halt_poll.max_ns || vmx_.halt_poll.timer_ns) finish_halt(now, false);
+    if ((vmx_.halt_poll.max_ns || vmx_.halt_poll.timer_ns) && poll_control_)
+      finish_halt(now, false);
     end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }

@@ -21,6 +21,7 @@
 #include "sim/lapic/lapic.h"
 #include "sim/sched/pcpu.h"
 #include "sim/vmx/exit_reason.h"
+#include "sim/vmx/halt_poll.h"
 #include "sim/vmx/preemption_timer.h"
 #include "sim/vmx/tsc.h"
 
@@ -101,14 +102,11 @@ enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
 
 // Halt polling in kvm_vcpu_halt() (virt/kvm/kvm_main.c): the module
 // parameters halt_poll_ns (the window's maximum), halt_poll_ns_grow,
-// halt_poll_ns_grow_start, halt_poll_ns_shrink, and the 2016 proposal
-// halt_poll_ns_timer (never merged: poll when the vCPU's own LAPIC timer
-// fires within that many ns).
-struct HaltPollConfig {
-  std::uint32_t max_ns = 0;  // 0 = no polling
-  std::uint32_t grow = 2;
-  std::uint32_t grow_start = 10000;
-  std::uint32_t shrink = 0;  // 0 = reset to 0 (the historic default)
+// halt_poll_ns_grow_start, halt_poll_ns_shrink and the era of the window
+// rule (sim/vmx/halt_poll.h), and the 2016 proposal halt_poll_ns_timer
+// (never merged: poll when the vCPU's own LAPIC timer fires within that
+// many ns).
+struct HaltPollConfig : HaltPollParams {
   std::uint32_t timer_ns = 0;
 };
 
@@ -229,6 +227,9 @@ class Vcpu : public HostThread {
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
   [[nodiscard]] const HaltPollStats& halt_poll_stats() const { return hp_stats_; }
   [[nodiscard]] std::uint32_t halt_poll_ns() const { return halt_poll_ns_; }
+  // MSR_KVM_POLL_CONTROL bit 0 (KVM_FEATURE_POLL_CONTROL, v5.3+): the guest
+  // clears it to turn host halt polling off (kvm_arch_no_poll()).
+  void set_poll_control(bool on) { poll_control_ = on; }
   Rng& rng() { return pcpu_->rng(); }
   SimContext& ctx() { return pcpu_->ctx(); }
 
@@ -275,8 +276,6 @@ class Vcpu : public HostThread {
   void record_steal_time(Tsc now);
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
-  void grow_halt_poll_ns(Tsc now);
-  void shrink_halt_poll_ns(Tsc now);
 
   int vcpu_id_, vm_id_;
   Pcpu* pcpu_;
@@ -307,6 +306,7 @@ class Vcpu : public HostThread {
   Tsc steal_recorded_ = 0;          // run delay already reported to the guest
   std::uint32_t halt_poll_ns_ = 0;  // vcpu->halt_poll_ns: this vCPU's current window
   bool polled_ = false;             // this halt polled
+  bool poll_control_ = true;        // MSR_KVM_POLL_CONTROL bit 0
   Tsc halt_start_ = 0, poll_start_ = 0, poll_end_ = 0;
   HaltPollStats hp_stats_;
   VcpuStats stats_;
