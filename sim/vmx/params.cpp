@@ -35,6 +35,15 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.halt_poll_exit", ParamType::Dist, "150ns", "time", {}, {}, {},
              "A successful halt poll: the loop's last kvm_vcpu_check_block(), stats and trace, "
              "back to vcpu_block() (an estimate)."});
+  r.declare({"kvm.steal_time_atomic_preempted", ParamType::Bool, "true", "bool", {}, {}, {},
+             "record_steal_time() clears the steal-time `preempted` byte with an xchg on the "
+             "guest's memory (v5.6+, the CVE-2019-3016 fix); false = v4.16-v5.5: the whole "
+             "struct is copied, updated and written back after vcpu_enter_guest()'s request "
+             "processing, so a KVM_VCPU_FLUSH_TLB set in between is lost."});
+  r.declare({"cost.pv_tlb_flush", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "record_steal_time() finding KVM_VCPU_FLUSH_TLB: kvm_vcpu_flush_tlb() -> "
+             "vmx_flush_tlb(), an INVVPID/INVEPT of the guest's context before the entry "
+             "(estimate; the refills after it are the guest's)."});
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},

@@ -47,12 +47,38 @@ void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
 
 // record_steal_time(): the run delay since the last report goes into the
 // guest's steal-time area, and `preempted` is cleared (xchg) for the guest.
-void Vcpu::record_steal_time(Tsc now) {
+// With KVM_FEATURE_PV_TLB_FLUSH (v4.16, "KVM: X86: Add Paravirt TLB
+// Shootdown") a KVM_VCPU_FLUSH_TLB the guest set while this vCPU was
+// preempted makes the host flush the guest's TLB here, before the entry
+// (kvm_vcpu_flush_tlb(), kvm_vcpu_flush_tlb_guest() in later kernels), and
+// the xchg is traced as kvm_pv_tlb_flush.
+Tsc Vcpu::record_steal_time(Tsc now) {
   steal_update_ = false;
   const Tsc delay = se().run_delay_at(now);
   stats_.steal_cycles += delay - steal_recorded_;
   steal_recorded_ = delay;
-  st_preempted_ = 0;
+  const std::uint8_t old = st_preempted_;
+  if (vmx_.steal_time_atomic_preempted)
+    st_preempted_ = 0;
+  else
+    st_writeback_ = true;  // the guest's byte is overwritten with 0 at the end of this stage
+  if (!vmx_.pv_tlb_flush) return 0;
+  const bool flush = (old & KVM_VCPU_FLUSH_TLB) != 0;
+  ctx().obs.pv_tlb_flush(vcpu_id_, flush, now);
+  if (!flush) return 0;
+  ++stats_.pv_tlb_flushes;
+  return costs_.pv_tlb_flush(rng());
+}
+
+bool Vcpu::steal_time_cmpxchg_flush(std::uint8_t state) {
+  if (st_preempted_ != state) return false;
+  st_preempted_ = static_cast<std::uint8_t>(state | KVM_VCPU_FLUSH_TLB);
+  ++stats_.pv_tlb_flush_requests;
+  return true;
+}
+
+bool Vcpu::running_on_pcpu() const {
+  return pcpu_->current() == this;
 }
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
@@ -418,13 +444,12 @@ void Vcpu::end_block(Tsc now, Tsc sched_cost) {
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
-  if (steal_update_) record_steal_time(now);
-  Tsc cost = 0;
+  Tsc cost = steal_update_ ? record_steal_time(now) : 0;
   if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
-    cost = enter_guest_entry_side_;
+    cost += enter_guest_entry_side_;
     enter_guest_entry_side_ = kTscNever;
   } else {
-    cost = costs_.vcpu_enter_guest(rng());
+    cost += costs_.vcpu_enter_guest(rng());
   }
   cost += lapic_.inject_pending_timer_irqs(now);
   if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
@@ -436,6 +461,10 @@ void Vcpu::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void Vcpu::after_vcpu_enter_guest(Tsc now) {
+  if (st_writeback_) {  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
+    st_writeback_ = false;
+    st_preempted_ = 0;
+  }
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, State::WaitEarly, now))
     begin_vmx_vcpu_run(now);
 }
@@ -549,6 +578,10 @@ void Vcpu::after_fastpath(Tsc now) {
 }
 
 void Vcpu::enter_guest_mode(Tsc now) {
+  // Invariant (no flush is lost): a KVM_VCPU_FLUSH_TLB the guest set is
+  // consumed by record_steal_time() before the vCPU runs guest code again.
+  if (st_preempted_ & KVM_VCPU_FLUSH_TLB)
+    invariant_failed(comm(), "entered the guest with KVM_VCPU_FLUSH_TLB still set");
   state_ = State::InGuest;
   exiting_ = false;
   ++stats_.entries;

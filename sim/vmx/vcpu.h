@@ -93,6 +93,7 @@ struct VcpuCosts {
   Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
   Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
+  Sampler pv_tlb_flush;      // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
@@ -135,6 +136,15 @@ struct VmxConfig {
   // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
   // when the vCPU was preempted while runnable (vcpu->preempted).
   bool preempted_on_block = true;
+  // The guest enabled KVM_FEATURE_PV_TLB_FLUSH (guest_pv_has()): the host
+  // honours and traces KVM_VCPU_FLUSH_TLB in record_steal_time().
+  bool pv_tlb_flush = false;
+  // record_steal_time() clears `preempted` with an xchg on the guest's byte
+  // (v5.6+, b043138246a4, the CVE-2019-3016 fix). false: v4.16-v5.5, which
+  // read the whole struct into a host copy, xchg'd the copy and wrote it all
+  // back at the end of the update: a KVM_VCPU_FLUSH_TLB another vCPU set in
+  // between is overwritten (a lost flush).
+  bool steal_time_atomic_preempted = true;
   HaltPollConfig halt_poll;
 };
 
@@ -147,6 +157,8 @@ struct VcpuStats {
   std::uint64_t kicks = 0;        // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
   std::uint64_t kicks_lost = 0;   // a kick of a blocked vCPU that did not wake it (a bug)
   Tsc steal_cycles = 0;           // record_steal_time(): run delay reported to the guest
+  std::uint64_t pv_tlb_flush_requests = 0;  // guest cmpxchg set KVM_VCPU_FLUSH_TLB
+  std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
     entries += o.entries;
@@ -160,6 +172,8 @@ struct VcpuStats {
     kicks += o.kicks;
     kicks_lost += o.kicks_lost;
     steal_cycles += o.steal_cycles;
+    pv_tlb_flush_requests += o.pv_tlb_flush_requests;
+    pv_tlb_flushes += o.pv_tlb_flushes;
     return *this;
   }
 };
@@ -211,6 +225,16 @@ class Vcpu : public HostThread {
   [[nodiscard]] const Pcpu& pcpu() const { return *pcpu_; }
   // The steal-time area's `preempted` byte (KVM_VCPU_PREEMPTED, KVM_VCPU_FLUSH_TLB).
   [[nodiscard]] std::uint8_t steal_time_preempted() const { return st_preempted_; }
+  // The guest's try_cmpxchg(&st->preempted, state, state | KVM_VCPU_FLUSH_TLB)
+  // in kvm_flush_tlb_others(), with `state` the value it read: true if the
+  // byte still held it (the flag is now set; the host flushes before the
+  // next entry), false if the host changed it meanwhile.
+  bool steal_time_cmpxchg_flush(std::uint8_t state);
+  // Guest TLB flushes the host did on this vCPU's behalf (KVM_VCPU_FLUSH_TLB).
+  [[nodiscard]] std::uint64_t pv_tlb_flushes() const { return stats_.pv_tlb_flushes; }
+  // The vCPU thread is current on its pCPU (not preempted, not blocked):
+  // what the guest cannot see but a flush initiator waits on (statistics).
+  [[nodiscard]] bool running_on_pcpu() const;
   KvmLapic& lapic() { return lapic_; }
   [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
@@ -272,7 +296,7 @@ class Vcpu : public HostThread {
   void handle_exit(Tsc now);
   Tsc run_exit_handler(Tsc now);
 
-  void record_steal_time(Tsc now);
+  Tsc record_steal_time(Tsc now);  // returns the cost of a flush it did
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
   void grow_halt_poll_ns(Tsc now);
@@ -304,6 +328,7 @@ class Vcpu : public HostThread {
   bool preempted_ = false;          // vcpu->preempted
   bool steal_update_ = false;       // KVM_REQ_STEAL_UPDATE pending
   std::uint8_t st_preempted_ = 0;   // steal_time.preempted, as the guest reads it
+  bool st_writeback_ = false;       // pre-v5.6: the host copy is written back after the entry stage
   Tsc steal_recorded_ = 0;          // run delay already reported to the guest
   std::uint32_t halt_poll_ns_ = 0;  // vcpu->halt_poll_ns: this vCPU's current window
   bool polled_ = false;             // this halt polled

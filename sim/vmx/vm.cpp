@@ -22,6 +22,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
   vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
   vc.halt_poll_exit = S(p, clk, "cost.halt_poll_exit");
+  vc.pv_tlb_flush = S(p, clk, "cost.pv_tlb_flush");
   vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
@@ -49,6 +50,10 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
   c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
+  // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
+  // host side of it is in record_steal_time().
+  c.vmx.pv_tlb_flush = p.b("guest.pv_tlb_flush");
+  c.vmx.steal_time_atomic_preempted = p.b("kvm.steal_time_atomic_preempted");
   HaltPollConfig& hp = c.vmx.halt_poll;
   hp.max_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns"));
   hp.grow = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow"));
@@ -109,6 +114,10 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  if (vs.pv_tlb_flush_requests || vs.pv_tlb_flushes) {  // only runs that use PV TLB flush
+    m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(vs.pv_tlb_flush_requests);
+    m["vcpu.pv_tlb_flushes"] = static_cast<double>(vs.pv_tlb_flushes);
+  }
   // Halt polling under the kernel's stat names (halt_attempted_poll, ...).
   HaltPollStats hp;
   for (const auto* v : vcpus_) hp += v->halt_poll_stats();
