@@ -126,6 +126,9 @@ class GuestKernel : public GuestVcpu {
   GuestStep step(Tsc now) override;
   void suspend(Tsc remaining) override;
   [[nodiscard]] bool interruptible() const override { return !in_irq_; }
+  [[nodiscard]] bool in_kernel_mode() const override {
+    return in_irq_ || last_.stage != Stage::GuestUser;
+  }
   void deliver_interrupt(std::uint8_t vector, Tsc now) override;
 
   // Services for tasks.
@@ -248,7 +251,7 @@ class GuestKernel : public GuestVcpu {
   int cpu_ = 0;
   std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
   bool spin_recheck_ = false;
-  std::deque<Csd*> call_single_queue_;       // csds other CPUs queued for this one
+  std::deque<Csd*> call_single_queue_;         // csds other CPUs queued for this one
   std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
   std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
 

@@ -145,7 +145,7 @@ class GuestKernel::CrossCall : public KernelWork {
         if (c->locked) {  // csd_lock(): csd_lock_wait() first
           if (!lock_wait_counted_) ++st.csd_lock_waits;
           lock_wait_counted_ = true;
-          return GuestStep::idle(Stage::Guest);
+          return GuestStep::spin(Stage::Guest);
         }
         setup_done_ = true;
         return GuestStep::run(Stage::Guest, k.costs_.smp_call_function(k.rng_));
@@ -182,7 +182,7 @@ class GuestKernel::CrossCall : public KernelWork {
       // csd_lock_wait() on each csd in turn (for_each_cpu in
       // smp_call_function_many()): those already passed stay unlocked.
       while (wait_idx_ < csds_.size() && !csds_[wait_idx_]->locked) ++wait_idx_;
-      if (wait_idx_ < csds_.size()) return GuestStep::idle(Stage::Guest);
+      if (wait_idx_ < csds_.size()) return GuestStep::spin(Stage::Guest);
       if (!csds_.empty() && !seen_) {
         seen_ = true;  // the last csd_unlock() store reaches this CPU
         return GuestStep::run(Stage::Guest, k.costs_.cacheline_transfer(k.rng_));

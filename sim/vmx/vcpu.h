@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/core/dist.h"
 #include "sim/lapic/lapic.h"
@@ -38,8 +39,16 @@ struct GuestStep {
   ExitReason reason = ExitReason::MSR_WRITE;  // Exit: the exiting instruction
   std::uint32_t msr = 0;
   std::uint64_t value = 0;
+  // Idle: a spin-wait loop of PAUSE (cpu_relax()) in guest kernel mode, which
+  // Pause-Loop Exiting turns into PAUSE_INSTRUCTION exits (kvm.ple_gap).
+  bool pause_loop = false;
 
   static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
+  static GuestStep spin(Stage s) {
+    GuestStep g{Kind::Idle, s, 0};
+    g.pause_loop = true;
+    return g;
+  }
   // What is left of this step after a VM exit cut it short with `remaining`
   // cycles to go (kTscNever: an open-ended spin/idle).
   [[nodiscard]] GuestStep remainder(Tsc remaining) const {
@@ -75,6 +84,8 @@ class GuestVcpu {
   [[nodiscard]] virtual bool interruptible() const = 0;
   // Interrupt delivery through the virtual APIC at VM entry.
   virtual void deliver_interrupt(std::uint8_t vector, Tsc now) = 0;
+  // CPL 0 (kvm_arch_vcpu_in_kernel(): vmx_get_cpl() == 0) in the step in flight.
+  [[nodiscard]] virtual bool in_kernel_mode() const { return true; }
 };
 
 struct VcpuCosts {
@@ -94,6 +105,7 @@ struct VcpuCosts {
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
   Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
   Sampler pv_tlb_flush;      // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
+  Sampler handle_pause;      // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
@@ -145,6 +157,14 @@ struct VmxConfig {
   // back at the end of the update: a KVM_VCPU_FLUSH_TLB another vCPU set in
   // between is overwritten (a lost flush).
   bool steal_time_atomic_preempted = true;
+  // Pause-Loop Exiting (vmx.c module parameters ple_gap, ple_window,
+  // ple_window_grow, ple_window_shrink, ple_window_max); ple_gap 0 = off.
+  // The window is in TSC cycles of continuous spinning.
+  std::uint32_t ple_gap = 0;
+  std::uint32_t ple_window = 4096;
+  std::uint32_t ple_window_grow = 2;
+  std::uint32_t ple_window_shrink = 0;
+  std::uint32_t ple_window_max = 0x3fffffff;
   HaltPollConfig halt_poll;
 };
 
@@ -153,12 +173,14 @@ struct VcpuStats {
   std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
   std::uint64_t halts = 0, blocks = 0;  // HLT exits; of those, how many slept
   Tsc blocked_cycles = 0;
-  std::uint64_t preemptions = 0;  // scheduled out while runnable (vcpu->preempted)
-  std::uint64_t kicks = 0;        // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
-  std::uint64_t kicks_lost = 0;   // a kick of a blocked vCPU that did not wake it (a bug)
-  Tsc steal_cycles = 0;           // record_steal_time(): run delay reported to the guest
+  std::uint64_t preemptions = 0;            // scheduled out while runnable (vcpu->preempted)
+  std::uint64_t kicks = 0;                  // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
+  std::uint64_t kicks_lost = 0;             // a kick of a blocked vCPU that did not wake it (a bug)
+  Tsc steal_cycles = 0;                     // record_steal_time(): run delay reported to the guest
   std::uint64_t pv_tlb_flush_requests = 0;  // guest cmpxchg set KVM_VCPU_FLUSH_TLB
   std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
+  std::uint64_t pause_exits = 0;            // PAUSE_INSTRUCTION exits (PLE)
+  std::uint64_t directed_yields = 0;        // kvm_vcpu_on_spin() yielded to a vCPU
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
     entries += o.entries;
@@ -174,8 +196,19 @@ struct VcpuStats {
     steal_cycles += o.steal_cycles;
     pv_tlb_flush_requests += o.pv_tlb_flush_requests;
     pv_tlb_flushes += o.pv_tlb_flushes;
+    pause_exits += o.pause_exits;
+    directed_yields += o.directed_yields;
     return *this;
   }
+};
+
+class Vcpu;
+
+// The vCPUs of one VM as kvm_vcpu_on_spin() walks them (kvm->vcpus,
+// kvm->last_boosted_vcpu).
+struct VmVcpuList {
+  std::vector<Vcpu*> vcpus;
+  int last_boosted_vcpu = 0;
 };
 
 class Vcpu : public HostThread {
@@ -185,6 +218,7 @@ class Vcpu : public HostThread {
        LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc);
 
   void set_guest(GuestVcpu* g) { guest_ = g; }
+  void set_vm_vcpus(VmVcpuList* l) { vm_vcpus_ = l; }
   void start();  // the thread enters KVM_RUN
 
   // HostThread
@@ -216,7 +250,11 @@ class Vcpu : public HostThread {
   void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
-    if (state_ == State::InGuest) pcpu_->end_guest_spin();
+    if (state_ != State::InGuest) return;
+    if (ple_armed_)  // the spin is a finite segment up to the PLE window
+      pcpu_->shorten_segment(now_tsc());
+    else
+      pcpu_->end_guest_spin();
   }
 
   [[nodiscard]] int id() const { return vcpu_id_; }
@@ -297,6 +335,8 @@ class Vcpu : public HostThread {
   Tsc run_exit_handler(Tsc now);
 
   Tsc record_steal_time(Tsc now);  // returns the cost of a flush it did
+  [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
+  void kvm_vcpu_on_spin(Tsc now);
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
   void grow_halt_poll_ns(Tsc now);
@@ -325,10 +365,16 @@ class Vcpu : public HostThread {
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
-  bool preempted_ = false;          // vcpu->preempted
-  bool steal_update_ = false;       // KVM_REQ_STEAL_UPDATE pending
-  std::uint8_t st_preempted_ = 0;   // steal_time.preempted, as the guest reads it
-  bool st_writeback_ = false;       // pre-v5.6: the host copy is written back after the entry stage
+  bool preempted_ = false;         // vcpu->preempted
+  bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
+  bool st_writeback_ = false;
+  VmVcpuList* vm_vcpus_ = nullptr;
+  bool ple_armed_ = false;  // the guest spins; the segment ends at the PLE window
+  Tsc ple_deadline_ = 0;
+  std::uint32_t ple_window_cur_ = 0;  // vmx->ple_window (0: not set yet)
+  bool in_kernel_at_exit_ = true;   // the guest's CPL was 0 at the last exit       // pre-v5.6: the
+                                    // host copy is written back after the entry stage
   Tsc steal_recorded_ = 0;          // run delay already reported to the guest
   std::uint32_t halt_poll_ns_ = 0;  // vcpu->halt_poll_ns: this vCPU's current window
   bool polled_ = false;             // this halt polled
