@@ -31,6 +31,11 @@ void declare_ebizzy_params(ParamRegistry& r) {
   r.declare({"ebizzy.threads", ParamType::Int, "0", "count", 0, 256, {},
              "ebizzy -t: threads per VM, thread i on vCPU i mod vm.vcpus; 0 = one per vCPU "
              "(ebizzy's default: the number of online CPUs)."});
+  r.declare({"ebizzy.start_spread_us", ParamType::Int, "0", "us", 0, 1e8, {},
+             "Each thread first sleeps (nanosleep) a uniform random time in [0, this), from its "
+             "vCPU's guest random stream, so that the vCPU threads' host time slices do not "
+             "start in lock step on every pCPU at t = 0 (a host that has run for a while has no "
+             "common phase); 0 = all threads start at once. Counted in the run's time."});
   r.declare({"cost.ebizzy.record", ParamType::Dist, "750us", "time", {}, {}, {},
              "One ebizzy record without its munmap: mmap() of a chunk, the page faults of "
              "touching it, memcpy() and the search (ebizzy defaults: 512 KiB chunks). The "
@@ -46,19 +51,41 @@ struct EbizzyVmStats {
 };
 
 // One ebizzy thread: record, munmap (with its flush), record, ...
-class EbizzyThread : public GuestTask {
+class EbizzyThread : public GuestTask, public GuestHrtimer {
  public:
-  EbizzyThread(int cpu, GuestMm* mm, Sampler record, Sampler munmap, EbizzyVmStats* st)
+  EbizzyThread(int cpu, GuestMm* mm, Sampler record, Sampler munmap, EbizzyVmStats* st,
+               std::uint64_t spread_ns)
       : GuestTask("ebizzy"),
         mm_(mm),
         record_(std::move(record)),
         munmap_(std::move(munmap)),
-        st_(st) {
+        st_(st),
+        spread_ns_(spread_ns) {
     bound_cpu = cpu;
+  }
+
+  // The start sleep's hrtimer (hrtimer_wakeup()).
+  Tsc fn(GuestKernel& k, Tsc /*now*/) override {
+    phase_ = Phase::Record;
+    k.wake_up(this);
+    return k.costs().hrtimer_wakeup(k.rng());
   }
 
   GuestStep run(GuestKernel& k, Tsc now) override {
     switch (phase_) {
+      case Phase::Start: {
+        phase_ = Phase::Record;
+        if (spread_ns_ == 0) return run(k, now);
+        const auto ns =
+            static_cast<std::uint64_t>(k.rng().uniform() * static_cast<double>(spread_ns_));
+        phase_ = Phase::Sleeping;
+        k.hrtimer_start(this, k.guest_tsc(now) + k.ns_to_guest_tsc_ceil(ns) + 1);
+        k.block_current();
+        return k.step(now);
+      }
+      case Phase::Sleeping:
+        k.block_current();
+        return k.step(now);
       case Phase::Record:
         // User code of the mm: every flush requested for this CPU is done.
         mm_->check_before_user(k);
@@ -78,17 +105,20 @@ class EbizzyThread : public GuestTask {
   }
 
  private:
-  enum class Phase : std::uint8_t { Record, Munmap, Returned };
+  enum class Phase : std::uint8_t { Start, Sleeping, Record, Munmap, Returned };
   GuestMm* mm_;
   Sampler record_, munmap_;
   EbizzyVmStats* st_;
-  Phase phase_ = Phase::Record;
+  std::uint64_t spread_ns_;
+  Phase phase_ = Phase::Start;
 };
 
 class EbizzyWorkload : public Workload {
  public:
   explicit EbizzyWorkload(const ParamSet& p)
-      : threads_(static_cast<int>(p.i("ebizzy.threads"))), pv_(p.b("guest.pv_tlb_flush")) {}
+      : threads_(static_cast<int>(p.i("ebizzy.threads"))),
+        pv_(p.b("guest.pv_tlb_flush")),
+        spread_ns_(static_cast<std::uint64_t>(p.i("ebizzy.start_spread_us")) * 1000) {}
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
@@ -111,9 +141,9 @@ class EbizzyWorkload : public Workload {
       for (int t = 0; t < n; ++t) {
         const int cpu = t % vcpus;
         mms_.back()->add_cpu(cpu);
-        threads_list_.push_back(
-            std::make_unique<EbizzyThread>(cpu, mms_.back().get(), S("cost.ebizzy.record"),
-                                           S("cost.ebizzy.munmap"), stats_.back().get()));
+        threads_list_.push_back(std::make_unique<EbizzyThread>(
+            cpu, mms_.back().get(), S("cost.ebizzy.record"), S("cost.ebizzy.munmap"),
+            stats_.back().get(), spread_ns_));
         guests_.at(g + static_cast<std::size_t>(cpu))->add_task(threads_list_.back().get());
       }
       g += static_cast<std::size_t>(vcpus);
@@ -142,6 +172,7 @@ class EbizzyWorkload : public Workload {
  private:
   int threads_;
   bool pv_;
+  std::uint64_t spread_ns_;
   std::vector<std::unique_ptr<GuestKernel>> guests_;
   std::vector<std::unique_ptr<GuestMm>> mms_;
   std::vector<std::unique_ptr<EbizzyVmStats>> stats_;

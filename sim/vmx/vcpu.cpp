@@ -150,6 +150,8 @@ void Vcpu::kick(Tsc now, int from_cpu) {
     // pending timer at its next kvm_vcpu_check_block().
     pcpu_->shorten_segment(now);
   } else if (state_ == State::Blocked) {
+    // Already woken (another vCPU's IPI kicked it): the wake-up is on its way.
+    if (se().on_rq) return;
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
