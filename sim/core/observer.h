@@ -50,6 +50,9 @@ class ModelObserver {
                             Tsc /*t*/) {}
   // The host scheduler (sched_switch, sched_wakeup, sched_migrate_task);
   // pid 0 is the idle task (swapper/N), prio is 120 + nice.
+  // record_steal_time() with KVM_FEATURE_PV_TLB_FLUSH: whether the guest had
+  // set KVM_VCPU_FLUSH_TLB (trace kvm_pv_tlb_flush).
+  virtual void on_pv_tlb_flush(int /*vcpu*/, bool /*need_flush_tlb*/, Tsc /*t*/) {}
   virtual void on_sched_switch(int /*pcpu*/, const std::string& /*prev_comm*/, int /*prev_pid*/,
                                int /*prev_prio*/, bool /*prev_runnable*/,
                                const std::string& /*next_comm*/, int /*next_pid*/,
@@ -106,6 +109,9 @@ class Observers {
   }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     for (auto* o : list_) o->on_msr_write(vcpu, msr, v, t);
+  }
+  void pv_tlb_flush(int vcpu, bool need, Tsc t) const {
+    for (auto* o : list_) o->on_pv_tlb_flush(vcpu, need, t);
   }
   void sched_switch(int pcpu, const std::string& pc, int pp, int ppr, bool prun,
                     const std::string& nc, int np, int npr, Tsc t) const {

@@ -160,6 +160,9 @@ class GuestKernel : public GuestVcpu {
   GuestStep step(Tsc now) override;
   void suspend(Tsc remaining) override;
   [[nodiscard]] bool interruptible() const override { return !in_irq_; }
+  [[nodiscard]] bool in_kernel_mode() const override {
+    return in_irq_ || last_.stage != Stage::GuestUser;
+  }
   void deliver_interrupt(std::uint8_t vector, Tsc now) override;
 
   // Services for tasks.

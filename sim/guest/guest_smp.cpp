@@ -145,7 +145,7 @@ class GuestKernel::CrossCall : public KernelWork {
         if (c->locked) {  // csd_lock(): csd_lock_wait() first
           if (!lock_wait_counted_) ++st.csd_lock_waits;
           lock_wait_counted_ = true;
-          return GuestStep::idle(Stage::Guest);
+          return GuestStep::spin(Stage::Guest);
         }
         setup_done_ = true;
         return GuestStep::run(Stage::Guest, k.costs_.smp_call_function(k.rng_));
@@ -179,8 +179,10 @@ class GuestKernel::CrossCall : public KernelWork {
       if (call_.func.ran) call_.func.ran(k, now);
     }
     if (call_.wait) {
-      for (const Csd* c : csds_)
-        if (c->locked) return GuestStep::idle(Stage::Guest);  // csd_lock_wait()
+      // csd_lock_wait() on each csd in turn (for_each_cpu in
+      // smp_call_function_many()): those already passed stay unlocked.
+      while (wait_idx_ < csds_.size() && !csds_[wait_idx_]->locked) ++wait_idx_;
+      if (wait_idx_ < csds_.size()) return GuestStep::spin(Stage::Guest);
       if (!csds_.empty() && !seen_) {
         seen_ = true;  // the last csd_unlock() store reaches this CPU
         return GuestStep::run(Stage::Guest, k.costs_.cacheline_transfer(k.rng_));
@@ -212,7 +214,7 @@ class GuestKernel::CrossCall : public KernelWork {
   std::vector<int> targets_, ipi_cpus_;
   std::vector<Csd*> csds_;
   std::unique_ptr<Csd> stack_csd_;
-  std::size_t idx_ = 0, sent_ = 0;
+  std::size_t idx_ = 0, sent_ = 0, wait_idx_ = 0;
   bool single_ = false, run_local_ = false, local_ran_ = false;
   bool setup_done_ = false, lock_wait_counted_ = false, seen_ = false;
 };

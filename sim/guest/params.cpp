@@ -122,6 +122,22 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"cost.guest.cacheline_transfer", ParamType::Dist, "60ns", "time", {}, {}, {},
              "A spinning vCPU (csd_lock_wait(), the idle=poll loop) sees another vCPU's store "
              "once the line moves over (estimate; cost.kut.cacheline_transfer is 150 cycles)."});
+  // Remote TLB flush (sim/guest/tlb_flush.cpp), v4.16-v4.17.
+  r.declare({"guest.pv_tlb_flush", ParamType::Bool, "false", "bool", {}, {}, {},
+             "KVM_FEATURE_PV_TLB_FLUSH (v4.16+): the guest's flush_tlb_others is "
+             "kvm_flush_tlb_others(), which leaves vCPUs whose steal-time area says PREEMPTED "
+             "to the host (KVM_VCPU_FLUSH_TLB, flushed in record_steal_time() before their next "
+             "entry); false = native IPIs to every target and a wait for all."});
+  r.declare({"cost.guest.flush_tlb_local", ParamType::Dist, "200ns", "time", {}, {}, {},
+             "flush_tlb_mm_range() on the initiator: inc_mm_tlb_gen() and the local flush "
+             "(a range above tlb_single_page_flush_ceiling, 33 pages, is a full flush) "
+             "(estimate)."});
+  r.declare({"cost.guest.flush_tlb_func", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "flush_tlb_func_remote() -> flush_tlb_func_common() on a target, in the "
+             "CALL_FUNCTION handler: the full flush and the tlb_gen update (estimate)."});
+  r.declare({"cost.guest.pv_flush_tlb_check", ParamType::Dist, "30ns", "time", {}, {}, {},
+             "kvm_flush_tlb_others() per target: READ_ONCE of its steal-time `preempted` "
+             "(another vCPU's line) and, if PREEMPTED, the cmpxchg (estimate)."});
   r.declare({"cost.cyclictest.nanosleep_enter", ParamType::Dist, "1us", "time", {}, {}, {},
              "cyclictest loop bookkeeping, clock_nanosleep() entry, hrtimer_start()."});
   r.declare({"cost.cyclictest.nanosleep_return", ParamType::Dist, "1us", "time", {}, {}, {},

@@ -180,6 +180,7 @@ void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
   if (!se.on_rq) throw std::logic_error("dequeue_entity: entity not on a run queue");
   update_curr(now);
   if (skip_ == &se) skip_ = nullptr;  // clear_buddies()
+  if (next_ == &se) next_ = nullptr;
   if (&se != curr_) tree_.erase(&se);
   se.on_rq = false;
   load_ -= se.weight;
@@ -198,17 +199,22 @@ SchedEntity* CfsRq::pick_next_entity() const {
   if (tree_.empty()) return nullptr;
   auto it = tree_.begin();
   SchedEntity* left = *it;
+  SchedEntity* se = left;
   if (skip_ == left) {
     auto next = std::next(it);
-    if (next != tree_.end() && wakeup_preempt_entity(**next, *left) < 1) return *next;
+    if (next != tree_.end() && wakeup_preempt_entity(**next, *left) < 1) se = *next;
   }
-  return left;
+  // The next buddy (yield_to) runs if it is not too far right of the leftmost.
+  if (next_ && next_->on_rq && next_ != curr_ && wakeup_preempt_entity(*next_, *left) < 1)
+    se = const_cast<SchedEntity*>(next_);
+  return se;
 }
 
 // set_next_entity(): the picked entity leaves the tree and starts a slice.
 void CfsRq::set_next_entity(SchedEntity& se, Tsc now) {
   if (se.on_rq) tree_.erase(&se);
   if (skip_ == &se) skip_ = nullptr;
+  if (next_ == &se) next_ = nullptr;  // clear_buddies()
   curr_ = &se;
   se.exec_start = now;
   se.prev_sum_exec_runtime = se.sum_exec_runtime;

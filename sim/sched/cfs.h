@@ -131,6 +131,9 @@ class CfsRq {
   [[nodiscard]] int wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const;
   // yield_task_fair(): the current entity becomes the skip buddy.
   void yield(Tsc now);
+  // set_next_buddy() (yield_to_task_fair()): `se`, queued here, is picked
+  // next if it is within wakeup_gran of the leftmost.
+  void set_next_buddy(const SchedEntity& se) { next_ = &se; }
 
   // __sched_period(), sched_slice(), sched_vslice(), wakeup_gran().
   [[nodiscard]] Tsc sched_period(unsigned nr_running) const;
@@ -167,6 +170,7 @@ class CfsRq {
   std::set<SchedEntity*, ByVruntime> tree_;  // tasks_timeline (rb-tree), without curr
   SchedEntity* curr_ = nullptr;
   const SchedEntity* skip_ = nullptr;  // cfs_rq->skip
+  const SchedEntity* next_ = nullptr;  // cfs_rq->next (set_next_buddy(), only yield_to sets it)
   unsigned nr_running_ = 0;
   std::uint64_t load_ = 0;
   std::int64_t min_vruntime_ = 0;

@@ -207,6 +207,16 @@ bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) 
   return true;
 }
 
+bool HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
+  if (!target.on_rq || target.cpu < 0) return false;
+  CfsRq& p_rq = rq_mut(target.cpu);
+  if (p_rq.curr() == &target) return false;  // task_running()
+  p_rq.set_next_buddy(target);
+  yield(cpu, now);
+  if (target.cpu != cpu) need_resched_[static_cast<std::size_t>(target.cpu)] = true;
+  return true;
+}
+
 void HostScheduler::yield(int cpu, Tsc now) {
   rq_mut(cpu).yield(now);
   need_resched_[static_cast<std::size_t>(cpu)] = true;  // sys_sched_yield() calls schedule()

@@ -96,6 +96,12 @@ class HostScheduler {
   bool wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now);
   // sched_yield() of the current entity on `cpu`; the caller then calls pick_next.
   void yield(int cpu, Tsc now);
+  // yield_to() -> yield_to_task_fair() from the current entity of `cpu`:
+  // false if `target` is running or not runnable (-ESRCH / not on_rq);
+  // else `target` becomes the next buddy of its queue, the caller yields
+  // (need_resched here) and, if `target` is queued on another pCPU, that
+  // pCPU gets need_resched too (the caller sends it the reschedule IPI).
+  bool yield_to(int cpu, const SchedEntity& target, Tsc now);
 
   // newidle_balance(): for an idle `cpu`, pull one runnable, not running,
   // allowed, cache-cold (exec_start older than sched_migration_cost) entity

@@ -113,6 +113,14 @@ void TraceObserver::on_apic_accept_ipi(int sender, int target, std::uint8_t vect
   writer_.kvm_apic_accept_irq(ns(t), tasks_[static_cast<std::size_t>(sender)], cpu_of(sender), e);
 }
 
+// kvm_pv_tlb_flush, from record_steal_time() on the vCPU's own thread.
+void TraceObserver::on_pv_tlb_flush(int vcpu, bool need_flush_tlb, Tsc t) {
+  KvmPvTlbFlush e;
+  e.vcpu = static_cast<unsigned>(vcpu);
+  e.need_flush_tlb = need_flush_tlb;
+  writer_.kvm_pv_tlb_flush(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
 // kvm_apic_ipi, from the sender's kvm_apic_send_ipi().
 void TraceObserver::on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) {
   writer_.kvm_apic_ipi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),

@@ -45,6 +45,34 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.halt_poll_exit", ParamType::Dist, "150ns", "time", {}, {}, {},
              "A successful halt poll: the loop's last kvm_vcpu_check_block(), stats and trace, "
              "back to vcpu_block() (an estimate)."});
+  r.declare({"kvm.steal_time_atomic_preempted", ParamType::Bool, "true", "bool", {}, {}, {},
+             "record_steal_time() clears the steal-time `preempted` byte with an xchg on the "
+             "guest's memory (v5.6+, the CVE-2019-3016 fix); false = v4.16-v5.5: the whole "
+             "struct is copied, updated and written back after vcpu_enter_guest()'s request "
+             "processing, so a KVM_VCPU_FLUSH_TLB set in between is lost."});
+  // Pause-Loop Exiting, vmx.c module parameters (v4.16 values in the docs;
+  // the scenarios of that era set kvm.ple_gap: 128).
+  r.declare({"kvm.ple_gap", ParamType::Int, "0", "cycles", 0, 1e6, {},
+             "ple_gap: PAUSEs closer than this belong to one spin loop; 0 = Pause-Loop Exiting "
+             "off (v4.16's default is 128; the model has no default PLE so that runs without "
+             "it keep their results). Only guest spin-waits on csds (csd_lock_wait) are PAUSE "
+             "loops in the model."});
+  r.declare({"kvm.ple_window", ParamType::Int, "4096", "cycles", 1, 1e9, {},
+             "ple_window: cycles of one PAUSE loop before a PAUSE_INSTRUCTION exit (v4.16: 4096)."});
+  r.declare({"kvm.ple_window_grow", ParamType::Int, "2", "factor", 1, 1000, {},
+             "ple_window_grow: the window is multiplied by this on every PAUSE exit (v4.16: 2)."});
+  r.declare({"kvm.ple_window_shrink", ParamType::Int, "0", "divisor", 0, 1e9, {},
+             "ple_window_shrink: at sched_in the window is divided by this (below ple_window) "
+             "or reduced by it; 0 = reset to ple_window (v4.16: 0)."});
+  r.declare({"kvm.ple_window_max", ParamType::Int, "1073741823", "cycles", 1, 4294967295.0, {},
+             "ple_window_max: the grown window's cap (v4.16: INT_MAX / ple_window_grow)."});
+  r.declare({"cost.handle_pause", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "handle_pause(): grow_ple_window() and kvm_vcpu_on_spin()'s scan of the VM's "
+             "vCPUs up to yield_to() (estimate)."});
+  r.declare({"cost.pv_tlb_flush", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "record_steal_time() finding KVM_VCPU_FLUSH_TLB: kvm_vcpu_flush_tlb() -> "
+             "vmx_flush_tlb(), an INVVPID/INVEPT of the guest's context before the entry "
+             "(estimate; the refills after it are the guest's)."});
   r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},

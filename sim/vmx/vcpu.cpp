@@ -38,6 +38,15 @@ void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
 // next entry (KVM_REQ_STEAL_UPDATE).
 void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
   preempted_ = false;
+  // vmx_sched_in() -> shrink_ple_window(): ple_window_shrink 0 (v4.16's
+  // default) resets the window to ple_window.
+  if (vmx_.ple_gap && ple_window_cur_) {
+    const std::uint32_t s = vmx_.ple_window_shrink;
+    const std::uint32_t v = s == 0                ? vmx_.ple_window
+                            : s < vmx_.ple_window ? ple_window_cur_ / s
+                                                  : ple_window_cur_ - std::min(ple_window_cur_, s);
+    ple_window_cur_ = std::max(v, vmx_.ple_window);
+  }
   if (&cpu != pcpu_) {
     pcpu_ = &cpu;
     lapic_.migrate_timer(cpu);
@@ -47,13 +56,73 @@ void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
 
 // record_steal_time(): the run delay since the last report goes into the
 // guest's steal-time area, and `preempted` is cleared (xchg) for the guest.
-void Vcpu::record_steal_time(Tsc now) {
+// With KVM_FEATURE_PV_TLB_FLUSH (v4.16, "KVM: X86: Add Paravirt TLB
+// Shootdown") a KVM_VCPU_FLUSH_TLB the guest set while this vCPU was
+// preempted makes the host flush the guest's TLB here, before the entry
+// (kvm_vcpu_flush_tlb(), kvm_vcpu_flush_tlb_guest() in later kernels), and
+// the xchg is traced as kvm_pv_tlb_flush.
+Tsc Vcpu::record_steal_time(Tsc now) {
   steal_update_ = false;
   const Tsc delay = se().run_delay_at(now);
   stats_.steal_cycles += delay - steal_recorded_;
   steal_recorded_ = delay;
-  st_preempted_ = 0;
+  const std::uint8_t old = st_preempted_;
+  if (vmx_.steal_time_atomic_preempted)
+    st_preempted_ = 0;
+  else
+    st_writeback_ = true;  // the guest's byte is overwritten with 0 at the end of this stage
+  if (!vmx_.pv_tlb_flush) return 0;
+  const bool flush = (old & KVM_VCPU_FLUSH_TLB) != 0;
+  ctx().obs.pv_tlb_flush(vcpu_id_, flush, now);
+  if (!flush) return 0;
+  ++stats_.pv_tlb_flushes;
+  return costs_.pv_tlb_flush(rng());
 }
+
+// kvm_vcpu_on_spin(me, yield_to_kernel_mode = true) of v4.16: two passes
+// over the VM's vCPUs starting after kvm->last_boosted_vcpu; a candidate is
+// preempted (runnable, not running: vcpu->preempted), not me, and was in
+// guest kernel mode (kvm_arch_vcpu_in_kernel()); kvm_vcpu_yield_to() ->
+// yield_to() makes it the next buddy of its run queue and yields this
+// thread. Up to three candidates that could not be yielded to (running by
+// now) end the scan. Not modelled: the dy_eligible toggle (only matters for
+// a candidate that is itself inside kvm_vcpu_on_spin()).
+void Vcpu::kvm_vcpu_on_spin(Tsc now) {
+  if (!vm_vcpus_) return;
+  auto& list = vm_vcpus_->vcpus;
+  const int n = static_cast<int>(list.size());
+  const int last = vm_vcpus_->last_boosted_vcpu;
+  int tries = 3;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < n; ++i) {
+      if (!pass && i <= last) {
+        i = last;
+        continue;
+      }
+      if (pass && i > last) break;
+      Vcpu* v = list[static_cast<std::size_t>(i)];
+      if (v == this || !v->preempted_ || !v->in_kernel_at_exit_) continue;
+      HostScheduler& s = pcpu_->host().scheduler();
+      if (s.yield_to(pcpu_->id(), v->se(), now)) {
+        vm_vcpus_->last_boosted_vcpu = i;
+        ++stats_.directed_yields;
+        const int cpu = v->se().cpu;
+        if (cpu != pcpu_->id()) pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
+        return;
+      }
+      if (--tries == 0) return;
+    }
+  }
+}
+
+bool Vcpu::steal_time_cmpxchg_flush(std::uint8_t state) {
+  if (st_preempted_ != state) return false;
+  st_preempted_ = static_cast<std::uint8_t>(state | KVM_VCPU_FLUSH_TLB);
+  ++stats_.pv_tlb_flush_requests;
+  return true;
+}
+
+bool Vcpu::running_on_pcpu() const { return pcpu_->current() == this; }
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.
 bool Vcpu::set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired) {
@@ -81,6 +150,8 @@ void Vcpu::kick(Tsc now, int from_cpu) {
     // pending timer at its next kvm_vcpu_check_block().
     pcpu_->shorten_segment(now);
   } else if (state_ == State::Blocked) {
+    // Already woken (another vCPU's IPI kicked it): the wake-up is on its way.
+    if (se().on_rq) return;
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -157,8 +228,7 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
 // if the guest can take it, virtual-interrupt delivery; the guest step the
 // notification cut short continues after the handler.
 void Vcpu::posted_interrupt(Pcpu& cpu, Tsc now) {
-  const Tsc end = cpu.segment_end();
-  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  guest_->suspend(suspend_remaining(cpu, now));
   lapic_.sync_pir_to_irr(true);
   deliver_pending_interrupt(now);
   guest_step(now);
@@ -207,7 +277,16 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       enter_guest_mode(now);
       break;
     case State::InGuest:
-      guest_step(now);
+      if (ple_armed_) {
+        ple_armed_ = false;
+        if (now >= ple_deadline_) {  // the window ran out: the spin goes on after the exit
+          guest_->suspend(kTscNever);
+          exit_step_ = GuestStep{};
+          vmexit(ExitReason::PAUSE_INSTRUCTION, now);
+          break;
+        }
+      }
+      guest_step(now);  // a spin another vCPU's store ended, or a finished step
       break;
     case State::VmExit:
       if (!try_exit_fastpath(now)) handle_exit(now);
@@ -400,13 +479,12 @@ void Vcpu::end_block(Tsc now, Tsc sched_cost) {
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
   state_ = State::EnterGuest;
-  if (steal_update_) record_steal_time(now);
-  Tsc cost = 0;
+  Tsc cost = steal_update_ ? record_steal_time(now) : 0;
   if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
-    cost = enter_guest_entry_side_;
+    cost += enter_guest_entry_side_;
     enter_guest_entry_side_ = kTscNever;
   } else {
-    cost = costs_.vcpu_enter_guest(rng());
+    cost += costs_.vcpu_enter_guest(rng());
   }
   cost += lapic_.inject_pending_timer_irqs(now);
   if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
@@ -418,6 +496,10 @@ void Vcpu::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void Vcpu::after_vcpu_enter_guest(Tsc now) {
+  if (st_writeback_) {  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
+    st_writeback_ = false;
+    st_preempted_ = 0;
+  }
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, State::WaitEarly, now))
     begin_vmx_vcpu_run(now);
 }
@@ -531,6 +613,10 @@ void Vcpu::after_fastpath(Tsc now) {
 }
 
 void Vcpu::enter_guest_mode(Tsc now) {
+  // Invariant (no flush is lost): a KVM_VCPU_FLUSH_TLB the guest set is
+  // consumed by record_steal_time() before the vCPU runs guest code again.
+  if (st_preempted_ & KVM_VCPU_FLUSH_TLB)
+    invariant_failed(comm(), "entered the guest with KVM_VCPU_FLUSH_TLB still set");
   state_ = State::InGuest;
   exiting_ = false;
   ++stats_.entries;
@@ -565,6 +651,15 @@ void Vcpu::guest_step(Tsc now) {
       pcpu_->run_for(s.stage, SegKind::Guest, s.cycles);
       break;
     case GuestStep::Kind::Idle:
+      if (s.pause_loop && vmx_.ple_gap) {
+        // Pause-Loop Exiting: a PAUSE loop (gaps below ple_gap) that lasts
+        // ple_window cycles exits with PAUSE_INSTRUCTION.
+        if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
+        ple_armed_ = true;
+        ple_deadline_ = now + ple_window_cur_;
+        pcpu_->run_for(s.stage, SegKind::Guest, ple_window_cur_);
+        break;
+      }
       pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
       break;
     case GuestStep::Kind::Exit:
@@ -574,20 +669,29 @@ void Vcpu::guest_step(Tsc now) {
   }
 }
 
-void Vcpu::guest_interrupted(Pcpu& cpu, Tsc now) {
+// What is left of the guest step a VM exit or a posted interrupt cuts short
+// (a PLE-bounded spin is open-ended).
+Tsc Vcpu::suspend_remaining(Pcpu& cpu, Tsc now) {
   const Tsc end = cpu.segment_end();
-  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  const bool open = end == kTscNever || ple_armed_;
+  ple_armed_ = false;
+  return open ? kTscNever : end - now;
+}
+
+void Vcpu::guest_interrupted(Pcpu& cpu, Tsc now) {
+  guest_->suspend(suspend_remaining(cpu, now));
   vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
 }
 
 void Vcpu::preemption_timer_expired(Pcpu& cpu, Tsc now) {
-  const Tsc end = cpu.segment_end();
-  guest_->suspend(end == kTscNever ? kTscNever : end - now);
+  guest_->suspend(suspend_remaining(cpu, now));
   vmexit(ExitReason::PREEMPTION_TIMER, now);
 }
 
 void Vcpu::vmexit(ExitReason reason, Tsc now) {
   pcpu_->disarm_vmx_preemption_timer();
+  ple_armed_ = false;
+  in_kernel_at_exit_ = guest_->in_kernel_mode();
   state_ = State::VmExit;
   exit_reason_ = reason;
   ++stats_.exits;
@@ -646,6 +750,15 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       break;
     case ExitReason::EXTERNAL_INTERRUPT:
       cost += costs_.handle_external_interrupt(rng());
+      break;
+    case ExitReason::PAUSE_INSTRUCTION:
+      // handle_pause() (v4.16): grow_ple_window(), then
+      // kvm_vcpu_on_spin(vcpu, true); the guest's PAUSE loop resumes after.
+      cost += costs_.handle_pause(rng());
+      ++stats_.pause_exits;
+      ple_window_cur_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::uint64_t{ple_window_cur_} * vmx_.ple_window_grow, vmx_.ple_window_max));
+      kvm_vcpu_on_spin(now);
       break;
     case ExitReason::HLT:
       // kvm_emulate_halt(): the vCPU blocks after the handler returns.

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/core/dist.h"
 #include "sim/lapic/lapic.h"
@@ -39,8 +40,16 @@ struct GuestStep {
   ExitReason reason = ExitReason::MSR_WRITE;  // Exit: the exiting instruction
   std::uint32_t msr = 0;
   std::uint64_t value = 0;
+  // Idle: a spin-wait loop of PAUSE (cpu_relax()) in guest kernel mode, which
+  // Pause-Loop Exiting turns into PAUSE_INSTRUCTION exits (kvm.ple_gap).
+  bool pause_loop = false;
 
   static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
+  static GuestStep spin(Stage s) {
+    GuestStep g{Kind::Idle, s, 0};
+    g.pause_loop = true;
+    return g;
+  }
   // What is left of this step after a VM exit cut it short with `remaining`
   // cycles to go (kTscNever: an open-ended spin/idle).
   [[nodiscard]] GuestStep remainder(Tsc remaining) const {
@@ -76,6 +85,8 @@ class GuestVcpu {
   [[nodiscard]] virtual bool interruptible() const = 0;
   // Interrupt delivery through the virtual APIC at VM entry.
   virtual void deliver_interrupt(std::uint8_t vector, Tsc now) = 0;
+  // CPL 0 (kvm_arch_vcpu_in_kernel(): vmx_get_cpl() == 0) in the step in flight.
+  [[nodiscard]] virtual bool in_kernel_mode() const { return true; }
 };
 
 struct VcpuCosts {
@@ -94,6 +105,8 @@ struct VcpuCosts {
   Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
   Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
+  Sampler pv_tlb_flush;      // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
+  Sampler handle_pause;      // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
@@ -133,6 +146,23 @@ struct VmxConfig {
   // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
   // when the vCPU was preempted while runnable (vcpu->preempted).
   bool preempted_on_block = true;
+  // The guest enabled KVM_FEATURE_PV_TLB_FLUSH (guest_pv_has()): the host
+  // honours and traces KVM_VCPU_FLUSH_TLB in record_steal_time().
+  bool pv_tlb_flush = false;
+  // record_steal_time() clears `preempted` with an xchg on the guest's byte
+  // (v5.6+, b043138246a4, the CVE-2019-3016 fix). false: v4.16-v5.5, which
+  // read the whole struct into a host copy, xchg'd the copy and wrote it all
+  // back at the end of the update: a KVM_VCPU_FLUSH_TLB another vCPU set in
+  // between is overwritten (a lost flush).
+  bool steal_time_atomic_preempted = true;
+  // Pause-Loop Exiting (vmx.c module parameters ple_gap, ple_window,
+  // ple_window_grow, ple_window_shrink, ple_window_max); ple_gap 0 = off.
+  // The window is in TSC cycles of continuous spinning.
+  std::uint32_t ple_gap = 0;
+  std::uint32_t ple_window = 4096;
+  std::uint32_t ple_window_grow = 2;
+  std::uint32_t ple_window_shrink = 0;
+  std::uint32_t ple_window_max = 0x3fffffff;
   HaltPollConfig halt_poll;
 };
 
@@ -141,10 +171,14 @@ struct VcpuStats {
   std::uint64_t fastpath_reenter = 0, fastpath_exit_handled = 0;
   std::uint64_t halts = 0, blocks = 0;  // HLT exits; of those, how many slept
   Tsc blocked_cycles = 0;
-  std::uint64_t preemptions = 0;  // scheduled out while runnable (vcpu->preempted)
-  std::uint64_t kicks = 0;        // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
-  std::uint64_t kicks_lost = 0;   // a kick of a blocked vCPU that did not wake it (a bug)
-  Tsc steal_cycles = 0;           // record_steal_time(): run delay reported to the guest
+  std::uint64_t preemptions = 0;            // scheduled out while runnable (vcpu->preempted)
+  std::uint64_t kicks = 0;                  // kvm_vcpu_kick() calls that woke or IPI'd the vCPU
+  std::uint64_t kicks_lost = 0;             // a kick of a blocked vCPU that did not wake it (a bug)
+  Tsc steal_cycles = 0;                     // record_steal_time(): run delay reported to the guest
+  std::uint64_t pv_tlb_flush_requests = 0;  // guest cmpxchg set KVM_VCPU_FLUSH_TLB
+  std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
+  std::uint64_t pause_exits = 0;            // PAUSE_INSTRUCTION exits (PLE)
+  std::uint64_t directed_yields = 0;        // kvm_vcpu_on_spin() yielded to a vCPU
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
     entries += o.entries;
@@ -158,8 +192,21 @@ struct VcpuStats {
     kicks += o.kicks;
     kicks_lost += o.kicks_lost;
     steal_cycles += o.steal_cycles;
+    pv_tlb_flush_requests += o.pv_tlb_flush_requests;
+    pv_tlb_flushes += o.pv_tlb_flushes;
+    pause_exits += o.pause_exits;
+    directed_yields += o.directed_yields;
     return *this;
   }
+};
+
+class Vcpu;
+
+// The vCPUs of one VM as kvm_vcpu_on_spin() walks them (kvm->vcpus,
+// kvm->last_boosted_vcpu).
+struct VmVcpuList {
+  std::vector<Vcpu*> vcpus;
+  int last_boosted_vcpu = 0;
 };
 
 class Vcpu : public HostThread {
@@ -169,6 +216,7 @@ class Vcpu : public HostThread {
        LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc);
 
   void set_guest(GuestVcpu* g) { guest_ = g; }
+  void set_vm_vcpus(VmVcpuList* l) { vm_vcpus_ = l; }
   void start();  // the thread enters KVM_RUN
 
   // HostThread
@@ -200,7 +248,11 @@ class Vcpu : public HostThread {
   void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
-    if (state_ == State::InGuest) pcpu_->end_guest_spin();
+    if (state_ != State::InGuest) return;
+    if (ple_armed_)  // the spin is a finite segment up to the PLE window
+      pcpu_->shorten_segment(now_tsc());
+    else
+      pcpu_->end_guest_spin();
   }
 
   [[nodiscard]] int id() const { return vcpu_id_; }
@@ -209,6 +261,16 @@ class Vcpu : public HostThread {
   [[nodiscard]] const Pcpu& pcpu() const { return *pcpu_; }
   // The steal-time area's `preempted` byte (KVM_VCPU_PREEMPTED, KVM_VCPU_FLUSH_TLB).
   [[nodiscard]] std::uint8_t steal_time_preempted() const { return st_preempted_; }
+  // The guest's try_cmpxchg(&st->preempted, state, state | KVM_VCPU_FLUSH_TLB)
+  // in kvm_flush_tlb_others(), with `state` the value it read: true if the
+  // byte still held it (the flag is now set; the host flushes before the
+  // next entry), false if the host changed it meanwhile.
+  bool steal_time_cmpxchg_flush(std::uint8_t state);
+  // Guest TLB flushes the host did on this vCPU's behalf (KVM_VCPU_FLUSH_TLB).
+  [[nodiscard]] std::uint64_t pv_tlb_flushes() const { return stats_.pv_tlb_flushes; }
+  // The vCPU thread is current on its pCPU (not preempted, not blocked):
+  // what the guest cannot see but a flush initiator waits on (statistics).
+  [[nodiscard]] bool running_on_pcpu() const;
   KvmLapic& lapic() { return lapic_; }
   [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
@@ -273,7 +335,9 @@ class Vcpu : public HostThread {
   void handle_exit(Tsc now);
   Tsc run_exit_handler(Tsc now);
 
-  void record_steal_time(Tsc now);
+  Tsc record_steal_time(Tsc now);  // returns the cost of a flush it did
+  [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
+  void kvm_vcpu_on_spin(Tsc now);
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
 
@@ -300,9 +364,16 @@ class Vcpu : public HostThread {
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
-  bool preempted_ = false;          // vcpu->preempted
-  bool steal_update_ = false;       // KVM_REQ_STEAL_UPDATE pending
-  std::uint8_t st_preempted_ = 0;   // steal_time.preempted, as the guest reads it
+  bool preempted_ = false;         // vcpu->preempted
+  bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
+  bool st_writeback_ = false;
+  VmVcpuList* vm_vcpus_ = nullptr;
+  bool ple_armed_ = false;  // the guest spins; the segment ends at the PLE window
+  Tsc ple_deadline_ = 0;
+  std::uint32_t ple_window_cur_ = 0;  // vmx->ple_window (0: not set yet)
+  bool in_kernel_at_exit_ = true;   // the guest's CPL was 0 at the last exit       // pre-v5.6: the
+                                    // host copy is written back after the entry stage
   Tsc steal_recorded_ = 0;          // run delay already reported to the guest
   std::uint32_t halt_poll_ns_ = 0;  // vcpu->halt_poll_ns: this vCPU's current window
   bool polled_ = false;             // this halt polled

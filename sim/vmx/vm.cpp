@@ -22,6 +22,8 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
   vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
   vc.halt_poll_exit = S(p, clk, "cost.halt_poll_exit");
+  vc.pv_tlb_flush = S(p, clk, "cost.pv_tlb_flush");
+  vc.handle_pause = S(p, clk, "cost.handle_pause");
   vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
@@ -49,6 +51,15 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
   c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
+  // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
+  // host side of it is in record_steal_time().
+  c.vmx.pv_tlb_flush = p.b("guest.pv_tlb_flush");
+  c.vmx.steal_time_atomic_preempted = p.b("kvm.steal_time_atomic_preempted");
+  c.vmx.ple_gap = static_cast<std::uint32_t>(p.i("kvm.ple_gap"));
+  c.vmx.ple_window = static_cast<std::uint32_t>(p.i("kvm.ple_window"));
+  c.vmx.ple_window_grow = static_cast<std::uint32_t>(p.i("kvm.ple_window_grow"));
+  c.vmx.ple_window_shrink = static_cast<std::uint32_t>(p.i("kvm.ple_window_shrink"));
+  c.vmx.ple_window_max = static_cast<std::uint32_t>(p.i("kvm.ple_window_max"));
   HaltPollConfig& hp = c.vmx.halt_poll;
   hp.max_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns"));
   hp.grow = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow"));
@@ -98,6 +109,8 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
     vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg.vcpu_costs,
                                             cfg.vmx, cfg.lapic, cfg.lapic_costs, cfg.tsc));
   }
+  for (const auto& v : vcpus_) spin_list_.vcpus.push_back(v.get());
+  for (const auto& v : vcpus_) v->set_vm_vcpus(&spin_list_);
   // kvm_apic_map: APIC ID = vCPU index in the VM.
   for (const auto& v : vcpus_) apic_map_.add(v.get());
   for (const auto& v : vcpus_) v->lapic().set_apic_map(&apic_map_);
@@ -117,6 +130,14 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
+    m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
+    m["vcpu.directed_yields"] = static_cast<double>(vs.directed_yields);
+  }
+  if (vs.pv_tlb_flush_requests || vs.pv_tlb_flushes) {  // only runs that use PV TLB flush
+    m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(vs.pv_tlb_flush_requests);
+    m["vcpu.pv_tlb_flushes"] = static_cast<double>(vs.pv_tlb_flushes);
+  }
   // Halt polling under the kernel's stat names (halt_attempted_poll, ...).
   HaltPollStats hp;
   for (const auto* v : vcpus_) hp += v->halt_poll_stats();

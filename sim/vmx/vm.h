@@ -37,6 +37,7 @@ class Vm {
   [[nodiscard]] std::uint64_t guest_tsc_khz() const { return guest_tsc_khz_; }
 
  private:
+  VmVcpuList spin_list_;  // kvm->vcpus for kvm_vcpu_on_spin()
   int id_;
   std::uint64_t guest_tsc_khz_;
   std::vector<std::unique_ptr<Vcpu>> vcpus_;
