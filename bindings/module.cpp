@@ -40,6 +40,11 @@ py::list param_declarations() {
     r["choices"] = d.choices;
     r["range"] = param_range_text(d);
     r["doc"] = d.doc;
+    r["kind"] = param_kind(d);
+    r["era_key"] = d.era_key;
+    py::list eras;
+    for (const auto& e : d.eras) eras.append(py::make_tuple(e.since, e.value, e.why));
+    r["eras"] = eras;
     rows.append(r);
   }
   return rows;
@@ -53,6 +58,7 @@ std::vector<std::tuple<std::string, std::string, std::string>> resolve(
   const auto& reg = model_params();
   ParamSet set = scenario.empty() ? ParamSet(reg) : load_scenario(reg, scenario, {});
   apply_overrides(set, overrides);
+  apply_kernel_eras(set);
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const auto& k : set.keys()) out.emplace_back(k, set.text(k), set.origin(k));
   return out;

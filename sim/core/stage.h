@@ -21,7 +21,7 @@ enum class Stage : std::uint8_t {
   // host, interrupts
   HostIrq,  // host hard IRQ (entry, handlers, irq_exit, softirqs)
   // host, other
-  HostIdle,  // pCPU idle loop (a blocked vCPU thread sleeps here)
+  HostIdle,           // pCPU idle loop (a blocked vCPU thread sleeps here)
   HostContextSwitch,  // host __schedule() + context_switch() between two threads
   HostTask,           // a host task's own work (a CPU hog, a kworker)
   // guest
@@ -35,6 +35,7 @@ enum class Stage : std::uint8_t {
   GuestUser,
   // Appended (the values above are hashed by sim.fingerprint).
   HaltPoll,  // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
+  VcpuRun,   // vcpu_run() loop between two vcpu_enter_guest(), IRQs on (pending timer injection)
   Count
 };
 
@@ -58,6 +59,8 @@ inline std::string_view stage_name(Stage s) {
       return "vcpu_block";
     case Stage::HaltPoll:
       return "halt_poll";
+    case Stage::VcpuRun:
+      return "vcpu_run";
     case Stage::VcpuWakeup:
       return "vcpu_wakeup";
     case Stage::HostIrq:

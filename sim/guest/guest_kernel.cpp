@@ -55,7 +55,21 @@ void GuestKernel::tick_stop() {
 // the tick when nothing is due within a tick (tick_nohz_idle_stop_tick) and
 // executes HLT.
 GuestStep GuestKernel::idle_step(Tsc now) {
-  if (!cfg_.idle_hlt) return GuestStep::idle();
+  if (!cfg_.idle_hlt) {
+    // Before v4.17 the polling loop is entered through tick_nohz_idle_enter()
+    // too (cpu_idle_loop() of v4.9): tick_nohz_stop_sched_tick() keeps the
+    // tick only when the next timer is due before the next tick boundary.
+    if (cfg_.idle_poll_stops_tick && tick_running_ && tick_.queued) {
+      std::uint64_t next_other = 0;
+      for (auto* t : timers_)
+        if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
+      if (next_other == 0 || next_other > tick_.expires) {
+        tick_stop();  // queues the clockevent write for the next timer, if any
+        return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
+      }
+    }
+    return GuestStep::idle();
+  }
   if (tick_running_) {
     std::uint64_t next_other = 0;
     for (auto* t : timers_)

@@ -52,6 +52,11 @@ struct GuestConfig {
   // by default); 0 = nowatchdog. It keeps a timer queued at all times, so
   // hrtimer_interrupt() always reprograms the clockevent for a next event.
   unsigned watchdog_s = 0;
+  // Guests before v4.17 (guest.idle_poll_stops_tick): the idle=poll loop
+  // also runs tick_nohz_idle_enter()/exit(), so it stops the tick in idle
+  // when no timer is due before the next tick, and restarts it (one more
+  // clockevent write) on idle exit, before the woken task runs.
+  bool idle_poll_stops_tick = false;
 };
 
 // A guest hrtimer (expiry in guest TSC cycles; the guest's clocksource).

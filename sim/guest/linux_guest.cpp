@@ -34,6 +34,7 @@ GuestConfig guest_config(const ParamSet& p) {
   g.hz = static_cast<unsigned>(p.i("guest.hz"));
   g.idle_hlt = p.s("guest.idle") == "hlt";
   g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
+  g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
   return g;
 }
 

@@ -10,7 +10,8 @@
 namespace kvmsim::views {
 
 // Guest stages run in VMX non-root mode; the others are host (root mode).
-inline bool stage_is_guest(Stage s) { return s >= Stage::Guest && s < Stage::Count; }
+// (Stages appended after GuestUser, HaltPoll and VcpuRun, are host stages.)
+inline bool stage_is_guest(Stage s) { return s >= Stage::Guest && s <= Stage::GuestUser; }
 inline std::string_view stage_category(Stage s) { return stage_is_guest(s) ? "guest" : "host"; }
 
 inline std::string_view stage_explanation(Stage s) {
@@ -32,7 +33,10 @@ inline std::string_view stage_explanation(Stage s) {
     case Stage::VcpuBlock:
       return "vcpu_block(): timer to a host hrtimer, schedule() out";
     case Stage::HaltPoll:
-      return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window ends";
+      return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window "
+             "ends";
+    case Stage::VcpuRun:
+      return "vcpu_run(): kvm_inject_pending_timer_irqs() of a pending timer, IRQs on";
     case Stage::VcpuWakeup:
       return "back from kvm_vcpu_block(): schedule() in, timer back to hv";
     case Stage::HostIrq:
