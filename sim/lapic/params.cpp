@@ -17,7 +17,7 @@ void declare_lapic_params(ParamRegistry& r) {
   r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "spin_then_tune", "until_done"},
              "Adaptive advance rule of __kvm_wait_lapic_expire(): until_done (v4.20..v5.3: spin, then step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop), spin_then_tune (v5.4..v5.13: spin, then tune by 1/8 of each 100..10000-cycle error, never stop, above 5000 ns back to 1000) or always (v5.14+: the same tuning first, re-read the TSC, then spin)."});
   r.declare({"kvm.hv_timer_advance", ParamType::Bool, "true", "bool", {}, {}, {},
-             "vmx_set_hv_timer() subtracts the advance (false = kernels before 2019)."});
+             "vmx_set_hv_timer() subtracts the advance (c5ce8235cffa, v4.18+; false = older kernels)."});
   r.declare({"kvm.apic_timer_expired_inject", ParamType::Bool, "true", "bool", {}, {}, {},
              "apic_timer_expired() from the exit path with APICv injects the timer interrupt at "
              "once (kvm_apic_inject_pending_timer_irqs(), v5.8+); false = it only marks the timer "
