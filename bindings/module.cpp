@@ -302,11 +302,19 @@ PYBIND11_MODULE(_kvmsim, m) {
   m.def(
       "stage_names",
       [] {
+        // Path order, as summary.json's breakdown: the host stages (the ones
+        // appended after the guest's, halt_poll and vcpu_run, included),
+        // then the guest stages.
+        const auto is_guest = [](int i) {
+          return i >= static_cast<int>(Stage::Guest) && i <= static_cast<int>(Stage::GuestUser);
+        };
         std::vector<std::string> names;
-        for (int i = 0; i < kStageCount; ++i) names.emplace_back(stage_name(static_cast<Stage>(i)));
+        for (const bool guest : {false, true})
+          for (int i = 0; i < kStageCount; ++i)
+            if (is_guest(i) == guest) names.emplace_back(stage_name(static_cast<Stage>(i)));
         return names;
       },
-      "Latency-breakdown stages in the model's order (sim/core/stage.h)");
+      "Latency-breakdown stages in path order: host stages, then guest stages (sim/core/stage.h)");
   m.def("trace_events", &trace_events, py::arg("path"));
   m.def("trace_stats_json", &trace_stats_text_json, py::arg("path"),
         py::arg("raw_ticks_per_s") = 1e9);
