@@ -181,11 +181,17 @@ Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
   return 0;
 }
 
-// kvm_apic_local_deliver(LVTT): the vector lands in the (v)IRR; a TSC-deadline
-// timer is one-shot, so the deadline is consumed.
+// kvm_apic_local_deliver(LVTT) -> __apic_accept_irq(): with APICv
+// vmx_deliver_posted_interrupt() sets the vector in the PIR (the vCPU is the
+// running one, so no notification; vcpu_enter_guest()'s sync_pir_to_irr()
+// moves it to the vIRR), else the IRR. A TSC-deadline timer is one-shot,
+// so the deadline is consumed.
 Tsc KvmLapic::local_deliver_timer(Tsc now) {
   vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
-  irq_.set_irr(LOCAL_TIMER_VECTOR);
+  if (cfg_.apicv)
+    irq_.post(LOCAL_TIMER_VECTOR);
+  else
+    irq_.set_irr(LOCAL_TIMER_VECTOR);
   tscdeadline_ = 0;
   pending_ = 0;
   return costs_.inject_timer_irq(vcpu_.rng());

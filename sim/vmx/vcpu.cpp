@@ -447,6 +447,9 @@ void Vcpu::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void Vcpu::after_vcpu_enter_guest(Tsc now) {
+  // vcpu_enter_guest(): with APICv, sync_pir_to_irr() before the entry (and
+  // before kvm_wait_lapic_expire() looks for the timer vector in the vIRR).
+  if (lapic_.config().apicv) lapic_.sync_pir_to_irr(false);
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, State::WaitEarly, now))
     begin_vmx_vcpu_run(now);
 }
@@ -554,6 +557,9 @@ void Vcpu::after_fastpath(Tsc now) {
     return;
   }
   if (fastpath_ == ExitFastpath::ReenterGuest) {
+    // The REENTER_GUEST loop's sync_pir_to_irr() (the timer the fastpath
+    // just injected is in the PIR).
+    if (lapic_.config().apicv) lapic_.sync_pir_to_irr(false);
     begin_vmx_vcpu_run(now);
     return;
   }
