@@ -57,6 +57,12 @@ struct GuestConfig {
   // when no timer is due before the next tick, and restarts it (one more
   // clockevent write) on idle exit, before the woken task runs.
   bool idle_poll_stops_tick = false;
+  // lapic_timer_shutdown() when the last timer goes (guest.clockevent_shutdown):
+  // nothing (before v4.11: no set_state_oneshot_stopped), mask LVTT and zero
+  // TMICT (v4.11..v6.11), or also zero the TSC deadline (v6.12+). After a
+  // shutdown, the next timer first re-arms LVTT (lapic_timer_set_oneshot()).
+  enum class Shutdown : std::uint8_t { None, LvttTmict, LvttDeadline0 };
+  Shutdown clockevent_shutdown = Shutdown::LvttTmict;
 };
 
 // A guest hrtimer (expiry in guest TSC cycles; the guest's clocksource).
@@ -253,12 +259,16 @@ class GuestKernel : public GuestVcpu {
   int cpu_ = 0;
   std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
   bool spin_recheck_ = false;
-  std::deque<Csd*> call_single_queue_;       // csds other CPUs queued for this one
+  std::deque<Csd*> call_single_queue_;         // csds other CPUs queued for this one
   std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
   std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
 
   std::vector<GuestHrtimer*> timers_;
-  std::uint64_t programmed_ = 0;  // TSC deadline written to the LAPIC (0 = none)
+  // TSC deadline written to the LAPIC (0 = none / shut down; kDeadlineFired:
+  // it fired, and hrtimer_interrupt() reprograms or shuts the device down).
+  static constexpr std::uint64_t kDeadlineFired = ~std::uint64_t{0};
+  std::uint64_t programmed_ = 0;
+  bool clockevent_stopped_ = false;  // lapic_timer_shutdown() masked LVTT
 };
 
 }  // namespace kvmsim

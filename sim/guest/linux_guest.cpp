@@ -35,6 +35,10 @@ GuestConfig guest_config(const ParamSet& p) {
   g.idle_hlt = p.s("guest.idle") == "hlt";
   g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
   g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
+  const std::string& sd = p.s("guest.clockevent_shutdown");
+  g.clockevent_shutdown = sd == "none"             ? GuestConfig::Shutdown::None
+                          : sd == "lvtt_deadline0" ? GuestConfig::Shutdown::LvttDeadline0
+                                                   : GuestConfig::Shutdown::LvttTmict;
   return g;
 }
 

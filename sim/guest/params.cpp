@@ -17,6 +17,11 @@ void declare_guest_params(ParamRegistry& r) {
              "idle=poll enters through tick_nohz_idle_enter(): the tick stops in idle when no "
              "timer is due before the next tick and restarts on idle exit, one more clockevent "
              "write before the woken task runs (guests before v4.17)."});
+  r.declare({"guest.clockevent_shutdown", ParamType::String, "lvtt_tmict", "", {}, {},
+             {"none", "lvtt_tmict", "lvtt_deadline0"},
+             "lapic_timer_shutdown() when the guest's last timer goes: none (the stale TSC "
+             "deadline stays armed), lvtt_tmict (mask LVTT, zero TMICT: two x2APIC MSR writes) or "
+             "lvtt_deadline0 (also WRMSR TSC_DEADLINE=0); the next timer first unmasks LVTT."});
   r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
              "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
              "0 = none (nohz_full vCPU running one task, as RT guests do)."});
@@ -124,6 +129,10 @@ void declare_guest_eras(ParamRegistry& r) {
                "poll included (v4.9)"},
               {"4.17", "false",
                "v4.17 idle-loop rework (Rafael Wysocki 2018): the polling loop keeps the tick"}});
+  r.set_eras("guest.clockevent_shutdown", "guest.kernel",
+             {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
+              {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},
+              {"6.12", "lvtt_deadline0", "v6.12: lapic_timer_shutdown() also zeroes TSC_DEADLINE"}});
 }
 
 }  // namespace kvmsim

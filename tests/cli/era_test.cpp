@@ -83,3 +83,25 @@ TEST_CASE(
   CHECK(pending.at("breakdown.vcpu_run.avg_ns").get<double>() > 50);
   CHECK_FALSE(direct.contains("breakdown.vcpu_run.avg_ns"));
 }
+
+TEST_CASE("the guest's clockevent shutdown when its last timer goes follows guest.kernel",
+          "[era][cli][guest]") {
+  // hz=0, no watchdog: cyclictest's timer is the only one, so every expiry
+  // leaves hrtimer_interrupt() with nothing to program.
+  const std::string base =
+      "scenarios/cyclictest_pinned.yaml --set cyclictest.loops=2000 --set guest.hz=0";
+  const auto v47 = run_metrics("era-sd47", base + " --set guest.kernel=4.7");
+  const auto v66 = run_metrics("era-sd66", base + " --set guest.kernel=6.6");
+  const auto v612 = run_metrics("era-sd612", base + " --set guest.kernel=6.12");
+  const auto per_loop = [](const nlohmann::json& m) {
+    return m.at("exits.MSR_WRITE.count").get<double>() / m.at("cyclictest.loops").get<double>();
+  };
+  // Before v4.11: nothing; only cyclictest's re-arm writes the deadline.
+  CHECK(per_loop(v47) == Approx(1).epsilon(0.01));
+  // v4.11..v6.11: mask LVTT + zero TMICT in the interrupt, unmask LVTT before
+  // the re-arm's TSC-deadline write; v6.12 also writes TSC_DEADLINE=0.
+  CHECK(per_loop(v66) == Approx(4).epsilon(0.01));
+  CHECK(per_loop(v612) == Approx(5).epsilon(0.01));
+  // The shutdown writes sit on the wake-up path (inside hrtimer_interrupt()).
+  CHECK(v66.at("cyclictest.avg_us").get<double>() > v47.at("cyclictest.avg_us").get<double>() + 2);
+}
