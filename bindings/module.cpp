@@ -40,6 +40,11 @@ py::list param_declarations() {
     r["choices"] = d.choices;
     r["range"] = param_range_text(d);
     r["doc"] = d.doc;
+    r["kind"] = param_kind(d);
+    r["era_key"] = d.era_key;
+    py::list eras;
+    for (const auto& e : d.eras) eras.append(py::make_tuple(e.since, e.value, e.why));
+    r["eras"] = eras;
     rows.append(r);
   }
   return rows;
@@ -53,6 +58,7 @@ std::vector<std::tuple<std::string, std::string, std::string>> resolve(
   const auto& reg = model_params();
   ParamSet set = scenario.empty() ? ParamSet(reg) : load_scenario(reg, scenario, {});
   apply_overrides(set, overrides);
+  apply_kernel_eras(set);
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const auto& k : set.keys()) out.emplace_back(k, set.text(k), set.origin(k));
   return out;
@@ -296,11 +302,19 @@ PYBIND11_MODULE(_kvmsim, m) {
   m.def(
       "stage_names",
       [] {
+        // Path order, as summary.json's breakdown: the host stages (the ones
+        // appended after the guest's, halt_poll and vcpu_run, included),
+        // then the guest stages.
+        const auto is_guest = [](int i) {
+          return i >= static_cast<int>(Stage::Guest) && i <= static_cast<int>(Stage::GuestUser);
+        };
         std::vector<std::string> names;
-        for (int i = 0; i < kStageCount; ++i) names.emplace_back(stage_name(static_cast<Stage>(i)));
+        for (const bool guest : {false, true})
+          for (int i = 0; i < kStageCount; ++i)
+            if (is_guest(i) == guest) names.emplace_back(stage_name(static_cast<Stage>(i)));
         return names;
       },
-      "Latency-breakdown stages in the model's order (sim/core/stage.h)");
+      "Latency-breakdown stages in path order: host stages, then guest stages (sim/core/stage.h)");
   m.def("trace_events", &trace_events, py::arg("path"));
   m.def("trace_stats_json", &trace_stats_text_json, py::arg("path"),
         py::arg("raw_ticks_per_s") = 1e9);

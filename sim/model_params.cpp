@@ -12,6 +12,9 @@ const ParamRegistry& model_params() {
     declare_vmx_params(r);
     declare_lapic_params(r);
     declare_guest_params(r);
+    declare_vmx_eras(r);
+    declare_lapic_eras(r);
+    declare_guest_eras(r);
     // Workloads declare their own keys (sim/guest/workload.h).
     for (const auto& [name, info] : WorkloadRegistry::instance().all())
       if (info.declare) info.declare(r);

@@ -249,7 +249,19 @@ RunResult System::run() {
                    [](const ExitRow& a, const ExitRow& b) { return a.count > b.count; });
 
   double sum = 0;
-  for (int s = 0; s < kStageCount; ++s) {
+  // Path order: the host stages (those appended after the guest ones, such
+  // as halt_poll and vcpu_run, included), then the guest's (guest_halt_poll
+  // too).
+  std::vector<int> order;
+  const auto is_guest = [](int s) {
+    return (s >= static_cast<int>(Stage::Guest) && s <= static_cast<int>(Stage::GuestUser)) ||
+           s == static_cast<int>(Stage::GuestHaltPoll);
+  };
+  for (int s = 0; s < kStageCount; ++s)
+    if (!is_guest(s)) order.push_back(s);
+  for (int s = 0; s < kStageCount; ++s)
+    if (is_guest(s)) order.push_back(s);
+  for (const int s : order) {
     const double ns = clk.to_ns(breakdown_.mean_cycles(static_cast<Stage>(s)));
     if (ns <= 0) continue;
     const std::string name(stage_name(static_cast<Stage>(s)));

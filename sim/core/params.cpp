@@ -347,6 +347,109 @@ std::string did_you_mean(const ParamRegistry& reg, std::string_view key) {
                    : "; did you mean " + join(s, ", ") + " or " + last + "?";
 }
 
+std::vector<std::string> ParamRegistry::era_keys() const {
+  std::vector<std::string> out;
+  for (const auto& d : decls_)
+    if (!d.era_key.empty() && std::find(out.begin(), out.end(), d.era_key) == out.end())
+      out.push_back(d.era_key);
+  return out;
+}
+
+void ParamRegistry::set_eras(std::string_view key, std::string_view era_key,
+                             std::vector<EraValue> rows) {
+  auto fail = [&](const std::string& why) {
+    throw std::logic_error(fmt::format("kernel-version table of '{}': {}", key, why));
+  };
+  const std::size_t k = index_of(key);
+  const std::size_t ek = index_of(era_key);
+  if (k == npos) fail("no such parameter");
+  if (ek == npos || decls_[ek].type != ParamType::String) fail("the era key must be a string key");
+  if (rows.empty()) fail("empty table");
+  std::vector<int> prev;
+  for (const auto& row : rows) {
+    const auto v = parse_kernel_version(row.since);
+    if (!v) fail(fmt::format("'{}' is not a kernel version", row.since));
+    if (!prev.empty() && compare_kernel_versions(prev, *v) >= 0) fail("rows out of order");
+    prev = *v;
+    std::string problem;
+    if (!parse_param_value(decls_[k], row.value, &problem)) fail(problem);
+    if (row.why.empty()) fail("each row needs its reason");
+  }
+  const auto def_version = parse_kernel_version(decls_[ek].default_text);
+  if (!def_version) fail("the era key's default is not a kernel version");
+  ParamDecl& d = decls_[k];
+  d.era_key = std::string(era_key);
+  d.eras = std::move(rows);
+  d.default_text = era_row(d, *def_version).value;
+  std::string problem;
+  defaults_[k] = *parse_param_value(d, d.default_text, &problem);
+}
+
+std::optional<std::vector<int>> parse_kernel_version(const std::string& text) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t dot = std::min(text.find('.', start), text.size());
+    const std::string part = text.substr(start, dot - start);
+    if (part.empty() || part.size() > 3 || !std::all_of(part.begin(), part.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        }))
+      return std::nullopt;
+    out.push_back(std::stoi(part));
+    start = dot + 1;
+  }
+  if (out.empty() || out.size() > 3 || out[0] < 2 || out[0] > 9) return std::nullopt;
+  return out;
+}
+
+int compare_kernel_versions(const std::vector<int>& a, const std::vector<int>& b) {
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const int x = i < a.size() ? a[i] : 0;
+    const int y = i < b.size() ? b[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+const EraValue& era_row(const ParamDecl& d, const std::vector<int>& version) {
+  if (d.eras.empty()) throw std::logic_error("parameter '" + d.key + "' has no kernel table");
+  const EraValue* row = &d.eras.front();
+  for (const auto& r : d.eras)
+    if (compare_kernel_versions(*parse_kernel_version(r.since), version) <= 0) row = &r;
+  return *row;
+}
+
+std::string param_kind(const ParamDecl& d) {
+  if (!d.era_key.empty()) return "version switch";
+  if (d.key == "host.kernel" || d.key == "guest.kernel") return "kernel";
+  return "param";
+}
+
+std::string era_origin(const std::string& era_key, const std::string& version) {
+  return fmt::format("{}={} (era)", era_key, version);
+}
+
+void apply_kernel_eras(ParamSet& set) {
+  const ParamRegistry& reg = set.registry();
+  for (const auto& ek : reg.era_keys()) {
+    const std::string& text = set.s(ek);
+    if (!parse_kernel_version(text))
+      throw ScenarioError(
+          fmt::format("{}: key '{}': '{}' is not a kernel version (e.g. 4.9, 5.4, 6.6)",
+                      set.origin(ek), ek, text));
+  }
+  for (const auto& d : reg.all()) {
+    if (d.era_key.empty()) continue;
+    const std::string origin = set.origin(d.key);
+    const bool era_chosen =
+        origin.size() > 6 && origin.compare(origin.size() - 6, 6, " (era)") == 0;
+    if (origin != "default" && !era_chosen) continue;  // a file or --set chose it
+    const std::string& version = set.s(d.era_key);
+    set.set_text(d.key, era_row(d, *parse_kernel_version(version)).value,
+                 era_origin(d.era_key, version));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // ParamSet
 
@@ -435,8 +538,22 @@ std::vector<std::string> ParamSet::keys() const {
 namespace {
 
 // The unit has its own column, so ranges are shown without it.
+// A version switch's doc ends with its table:
+// " [host.kernel: before 5.4: until_done (...); 5.4+: spin_then_tune (...); ...]".
+std::string doc_with_eras(const ParamDecl& d) {
+  if (d.eras.empty()) return d.doc;
+  std::string out = d.doc + " [" + d.era_key + ":";
+  for (std::size_t k = 0; k < d.eras.size(); ++k) {
+    const std::string when =
+        k ? d.eras[k].since + "+" : (d.eras.size() > 1 ? "before " + d.eras[1].since : "all");
+    out += fmt::format("{} {}: {} ({})", k ? ";" : "", when, d.eras[k].value, d.eras[k].why);
+  }
+  return out + "]";
+}
+
 std::vector<std::string> table_row(const ParamDecl& d) {
-  return {d.key, param_type_name(d.type), d.default_text, d.unit, range_text(d, ""), d.doc};
+  return {d.key,  param_kind(d),     param_type_name(d.type), d.default_text,
+          d.unit, range_text(d, ""), doc_with_eras(d)};
 }
 
 std::string escape_markdown(const std::string& s) {
@@ -451,7 +568,8 @@ std::string escape_markdown(const std::string& s) {
 }  // namespace
 
 std::string format_param_table(const ParamRegistry& reg) {
-  std::vector<std::vector<std::string>> rows = {{"KEY", "TYPE", "DEFAULT", "UNIT", "RANGE", "DOC"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"KEY", "KIND", "TYPE", "DEFAULT", "UNIT", "RANGE", "DOC"}};
   for (const auto& d : reg.all()) rows.push_back(table_row(d));
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
@@ -467,15 +585,15 @@ std::string format_param_table(const ParamRegistry& reg) {
 }
 
 std::string format_param_markdown(const ParamRegistry& reg) {
-  std::string out = "| Key | Type | Default | Unit | Range | Description |\n";
-  out += "|---|---|---|---|---|---|\n";
+  std::string out = "| Key | Kind | Type | Default | Unit | Range | Description |\n";
+  out += "|---|---|---|---|---|---|---|\n";
   for (const auto& d : reg.all()) {
     auto code = [](const std::string& s) {
       return s.empty() ? "" : "`" + escape_markdown(s) + "`";
     };
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", code(d.key), param_type_name(d.type),
-                       code(d.default_text), escape_markdown(d.unit),
-                       escape_markdown(range_text(d, "")), escape_markdown(d.doc));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", code(d.key), param_kind(d),
+                       param_type_name(d.type), code(d.default_text), escape_markdown(d.unit),
+                       escape_markdown(range_text(d, "")), escape_markdown(doc_with_eras(d)));
   }
   return out;
 }

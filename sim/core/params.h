@@ -26,6 +26,15 @@ enum class ParamType { Bool, Int, Double, String, Dist, IntList };
 // "bool", "int", "double", "string", "dist", "int-list".
 const char* param_type_name(ParamType t);
 
+// One row of a kernel-version table: from kernel `since` on, the key's
+// default is `value`, for the reason `why` (the commit or release that
+// changed it). The first row applies to every older kernel too.
+struct EraValue {
+  std::string since;  // "4.20", "5.8"; the first row's is the oldest kernel the table names
+  std::string value;  // same syntax as --set values
+  std::string why;    // "v5.8: apic_timer_expired() injects from the exit path (2020 series)"
+};
+
 struct ParamDecl {
   std::string key;  // dotted, e.g. "kvm.enable_hv_timer"
   ParamType type;
@@ -37,7 +46,23 @@ struct ParamDecl {
   double max = std::numeric_limits<double>::infinity();
   std::vector<std::string> choices;  // for String: allowed values (empty = any string)
   std::string doc;                   // one sentence
+  // Version switch: the default comes from the kernel named by era_key
+  // ("host.kernel" or "guest.kernel") through `eras`; empty = a plain
+  // parameter. Set with ParamRegistry::set_eras(), not by hand.
+  std::string era_key = {};
+  std::vector<EraValue> eras = {};
 };
+
+// "4.9" -> {4, 9}; nullopt unless dot-separated decimal numbers with a major
+// version of 2..9.
+std::optional<std::vector<int>> parse_kernel_version(const std::string& text);
+// <0, 0, >0 like strcmp; missing trailing components count as 0.
+int compare_kernel_versions(const std::vector<int>& a, const std::vector<int>& b);
+// The row of d.eras that applies to kernel `version` (parsed).
+const EraValue& era_row(const ParamDecl& d, const std::vector<int>& version);
+// "param", "kernel" (host.kernel, guest.kernel: they choose the version
+// switches' defaults) or "version switch".
+std::string param_kind(const ParamDecl& d);
 
 using ParamValue =
     std::variant<bool, std::int64_t, double, std::string, CostDist, std::vector<std::int64_t>>;
@@ -69,6 +94,13 @@ class ParamRegistry {
   [[nodiscard]] std::vector<std::string> suggest(std::string_view key) const;
   // Default values, parsed, in declaration order.
   [[nodiscard]] const std::vector<ParamValue>& defaults() const { return defaults_; }
+  // Makes `key` a version switch of the String key `era_key`: its default
+  // becomes the row for era_key's default kernel. Throws std::logic_error on
+  // an unknown key, an empty table, a bad version or value, or rows out of
+  // order.
+  void set_eras(std::string_view key, std::string_view era_key, std::vector<EraValue> rows);
+  // Declared keys naming a kernel version (the era_key of some switch).
+  [[nodiscard]] std::vector<std::string> era_keys() const;
 
  private:
   std::vector<ParamDecl> decls_;
@@ -121,6 +153,14 @@ class ParamSet {
   std::vector<ParamValue> values_;
   std::vector<std::string> origins_;
 };
+
+// Origin text of a value a kernel era chose: "host.kernel=5.4 (era)".
+std::string era_origin(const std::string& era_key, const std::string& version);
+// Sets every version switch that no file or --set chose (origin "default",
+// or an earlier era's) to the row of its kernel key's current value.
+// Idempotent; call it after the last override. Throws ScenarioError if a
+// kernel key does not hold a version ("<origin>: key 'host.kernel': ...").
+void apply_kernel_eras(ParamSet& set);
 
 // Aligned text for `kvmsim params`: key, type, default, unit, range/choices, doc.
 std::string format_param_table(const ParamRegistry& reg);

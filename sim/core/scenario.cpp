@@ -274,6 +274,8 @@ ParamSet load_scenario_text(const ParamRegistry& reg, const std::string& text,
   st.chain.push_back({file_identity(path), path});
   FileLoader(st, path).run(text);
   apply_overrides(st.set, overrides);
+  // host.kernel / guest.kernel fill the version switches nobody set.
+  apply_kernel_eras(st.set);
   return std::move(st.set);
 }
 

@@ -19,7 +19,9 @@
 namespace kvmsim {
 
 // Loads a scenario YAML file, follows its includes, applies overrides
-// "key=value" (from --set) last.
+// "key=value" (from --set), then the kernel eras (apply_kernel_eras: the
+// version switches neither the files nor --set chose take the defaults of
+// host.kernel / guest.kernel).
 ParamSet load_scenario(const ParamRegistry& reg, const std::string& path,
                        const std::vector<std::string>& overrides = {});
 
@@ -29,7 +31,8 @@ ParamSet load_scenario_text(const ParamRegistry& reg, const std::string& text,
                             const std::string& path,
                             const std::vector<std::string>& overrides = {});
 
-// Applies "key=value" overrides to an existing set (origin "--set").
+// Applies "key=value" overrides to an existing set (origin "--set"); call
+// apply_kernel_eras() afterwards if a kernel key may have changed.
 void apply_overrides(ParamSet& set, const std::vector<std::string>& overrides);
 
 }  // namespace kvmsim

@@ -35,6 +35,7 @@ enum class Stage : std::uint8_t {
   GuestUser,
   // Appended (the values above are hashed by sim.fingerprint).
   HaltPoll,       // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
+  VcpuRun,        // vcpu_run() loop between two vcpu_enter_guest(), IRQs on (pending timer injection)
   GuestHaltPoll,  // guest cpuidle poll state (cpuidle-haltpoll's poll_idle()) before HLT
   Count
 };
@@ -59,6 +60,8 @@ inline std::string_view stage_name(Stage s) {
       return "vcpu_block";
     case Stage::HaltPoll:
       return "halt_poll";
+    case Stage::VcpuRun:
+      return "vcpu_run";
     case Stage::GuestHaltPoll:
       return "guest_halt_poll";
     case Stage::VcpuWakeup:

@@ -7,6 +7,14 @@
 
 namespace kvmsim {
 
+namespace {
+// x2APIC MSRs of the LAPIC timer registers (APIC_BASE_MSR + reg >> 4).
+constexpr std::uint32_t kMsrX2apicLvtt = 0x832;
+constexpr std::uint32_t kMsrX2apicTmict = 0x838;
+constexpr std::uint64_t kLvttMasked = 1u << 16;
+constexpr std::uint64_t kLvttTscDeadline = 2u << 17;
+}  // namespace
+
 GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_khz, GuestConfig cfg)
     : vcpu_(vcpu),
       costs_(std::move(costs)),
@@ -56,7 +64,21 @@ void GuestKernel::tick_stop() {
 // unless nohz=off) and executes HLT; with cpuidle-haltpoll the governor may
 // poll first.
 GuestStep GuestKernel::idle_step(Tsc now) {
-  if (!cfg_.idle_hlt) return GuestStep::idle();
+  if (!cfg_.idle_hlt) {
+    // Before v4.17 the polling loop is entered through tick_nohz_idle_enter()
+    // too (cpu_idle_loop() of v4.9): tick_nohz_stop_sched_tick() keeps the
+    // tick only when the next timer is due before the next tick boundary.
+    if (cfg_.idle_poll_stops_tick && tick_running_ && tick_.queued) {
+      std::uint64_t next_other = 0;
+      for (auto* t : timers_)
+        if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
+      if (next_other == 0 || next_other > tick_.expires) {
+        tick_stop();  // queues the clockevent write for the next timer, if any
+        return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
+      }
+    }
+    return GuestStep::idle();
+  }
   if (tick_running_ && cfg_.nohz) {
     std::uint64_t next_other = 0;
     for (auto* t : timers_)
@@ -251,11 +273,29 @@ void GuestKernel::program_clockevent() {
   for (auto* t : timers_)
     if (earliest == 0 || t->expires < earliest) earliest = t->expires;
   if (earliest == programmed_ || in_hrtirq_) return;
-  // No timer left (the tick was stopped): the clockevent is shut down, which
-  // disarms the TSC deadline (modelled as writing 0).
   programmed_ = earliest;
   auto& q = in_irq_ ? irq_q_ : kq_;
+  using S = GuestConfig::Shutdown;
+  if (earliest == 0) {
+    // No timer left (the tick was stopped): clockevents_switch_state(
+    // ONESHOT_STOPPED) -> lapic_timer_shutdown(), per guest era.
+    if (cfg_.clockevent_shutdown == S::None) return;  // the stale deadline stays armed
+    clockevent_stopped_ = true;
+    q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
+    q.push_back(
+        GuestStep::wrmsr(kMsrX2apicLvtt, kLvttMasked | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+    if (cfg_.clockevent_shutdown == S::LvttDeadline0)
+      q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, 0));
+    q.push_back(GuestStep::wrmsr(kMsrX2apicTmict, 0));
+    return;
+  }
   q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
+  if (clockevent_stopped_) {
+    // tick_program_event() on a stopped device: clockevents_switch_state(
+    // ONESHOT) -> lapic_timer_set_oneshot() unmasks LVTT first.
+    clockevent_stopped_ = false;
+    q.push_back(GuestStep::wrmsr(kMsrX2apicLvtt, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+  }
   q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
 }
 
@@ -372,7 +412,7 @@ GuestStep GuestKernel::irq_step(Tsc now) {
         idle_stats_.timer_wakeup_ns += (gnow - programmed_) * 1000000 / guest_tsc_khz_;
       }
       timer_from_idle_ = false;
-      programmed_ = 0;  // the deadline fired: the clockevent is unarmed
+      programmed_ = kDeadlineFired;  // the clockevent is unarmed, but not shut down
       in_hrtirq_ = true;
       for (;;) {
         auto it = std::min_element(timers_.begin(), timers_.end(),

@@ -64,6 +64,17 @@ struct GuestConfig {
     unsigned shrink = 2;          // guest_halt_poll_shrink
     bool allow_shrink = true;     // guest_halt_poll_allow_shrink
   } haltpoll;
+  // Guests before v4.17 (guest.idle_poll_stops_tick): the idle=poll loop
+  // also runs tick_nohz_idle_enter()/exit(), so it stops the tick in idle
+  // when no timer is due before the next tick, and restarts it (one more
+  // clockevent write) on idle exit, before the woken task runs.
+  bool idle_poll_stops_tick = false;
+  // lapic_timer_shutdown() when the last timer goes (guest.clockevent_shutdown):
+  // nothing (before v4.11: no set_state_oneshot_stopped), mask LVTT and zero
+  // TMICT (v4.11..v6.11), or also zero the TSC deadline (v6.12+). After a
+  // shutdown, the next timer first re-arms LVTT (lapic_timer_set_oneshot()).
+  enum class Shutdown : std::uint8_t { None, LvttTmict, LvttDeadline0 };
+  Shutdown clockevent_shutdown = Shutdown::LvttTmict;
 };
 
 // What the idle loop and its timers did, for the metrics.
@@ -307,7 +318,11 @@ class GuestKernel : public GuestVcpu {
   GuestIdleStats idle_stats_;
 
   std::vector<GuestHrtimer*> timers_;
-  std::uint64_t programmed_ = 0;  // TSC deadline written to the LAPIC (0 = none)
+  // TSC deadline written to the LAPIC (0 = none / shut down; kDeadlineFired:
+  // it fired, and hrtimer_interrupt() reprograms or shuts the device down).
+  static constexpr std::uint64_t kDeadlineFired = ~std::uint64_t{0};
+  std::uint64_t programmed_ = 0;
+  bool clockevent_stopped_ = false;  // lapic_timer_shutdown() masked LVTT
 };
 
 }  // namespace kvmsim

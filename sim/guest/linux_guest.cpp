@@ -44,6 +44,11 @@ GuestConfig guest_config(const ParamSet& p) {
         fmt::format("{}: key 'guest.haltpoll_ns': cpuidle-haltpoll needs "
                     "guest.idle=hlt (idle=poll bypasses cpuidle)",
                     p.origin("guest.haltpoll_ns")));
+  g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
+  const std::string& sd = p.s("guest.clockevent_shutdown");
+  g.clockevent_shutdown = sd == "none"             ? GuestConfig::Shutdown::None
+                          : sd == "lvtt_deadline0" ? GuestConfig::Shutdown::LvttDeadline0
+                                                   : GuestConfig::Shutdown::LvttTmict;
   return g;
 }
 

@@ -7,9 +7,21 @@ namespace kvmsim {
 // One declaration per parameter, one per row: kept compact by hand.
 // clang-format off
 void declare_guest_params(ParamRegistry& r) {
+  r.declare({"guest.kernel", ParamType::String, "6.6", "version", {}, {}, {},
+             "Guest kernel version of the Linux guest (e.g. 4.9, 5.4, 6.6): sets the defaults of "
+             "the guest-side version switches."});
   r.declare({"guest.idle", ParamType::String, "poll", "", {}, {}, {"poll", "hlt"},
              "Guest idle loop: poll (idle=poll: spins, the tick keeps running) or hlt "
              "(default_idle: HLT exit and the vCPU thread blocks; the tick stops in idle)."});
+  r.declare({"guest.idle_poll_stops_tick", ParamType::Bool, "false", "bool", {}, {}, {},
+             "idle=poll enters through tick_nohz_idle_enter(): the tick stops in idle when no "
+             "timer is due before the next tick and restarts on idle exit, one more clockevent "
+             "write before the woken task runs (guests before v4.17)."});
+  r.declare({"guest.clockevent_shutdown", ParamType::String, "lvtt_tmict", "", {}, {},
+             {"none", "lvtt_tmict", "lvtt_deadline0"},
+             "lapic_timer_shutdown() when the guest's last timer goes: none (the stale TSC "
+             "deadline stays armed), lvtt_tmict (mask LVTT, zero TMICT: two x2APIC MSR writes) or "
+             "lvtt_deadline0 (also WRMSR TSC_DEADLINE=0); the next timer first unmasks LVTT."});
   r.declare({"guest.hz", ParamType::Int, "0", "Hz", 0, 10000, {},
              "Guest CONFIG_HZ periodic tick (a guest hrtimer on the TSC-deadline clockevent); "
              "0 = none (nohz_full vCPU running one task, as RT guests do)."});
@@ -145,5 +157,19 @@ void declare_guest_params(ParamRegistry& r) {
 }
 
 // clang-format on
+
+// The guest kernels' defaults of the guest-side version switches (guest.kernel).
+void declare_guest_eras(ParamRegistry& r) {
+  r.set_eras("guest.idle_poll_stops_tick", "guest.kernel",
+             {{"3.10", "true",
+               "cpu_idle_loop() calls tick_nohz_idle_enter()/exit() around every idle loop, "
+               "poll included (v4.9)"},
+              {"4.17", "false",
+               "v4.17 idle-loop rework (Rafael Wysocki 2018): the polling loop keeps the tick"}});
+  r.set_eras("guest.clockevent_shutdown", "guest.kernel",
+             {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
+              {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},
+              {"6.12", "lvtt_deadline0", "v6.12: lapic_timer_shutdown() also zeroes TSC_DEADLINE"}});
+}
 
 }  // namespace kvmsim

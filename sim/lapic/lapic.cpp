@@ -53,13 +53,20 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   const Tsc overhead = costs_.wait_lapic_expire(vcpu_.rng());
   Tsc spin = 0;
   if (cfg_.tuning == AdvanceTuning::UntilDone) {
-    // v4.20..v5.4: spin first (capped by the advance before tuning), then tune.
+    // v4.20..v5.3: spin first (capped by the advance before tuning), then tune.
     spin = spin_for(guest_tsc, timer_advance_cycles());
     if (advance_adaptive_ && !advance_adjust_done_)
       timer_advance_ns_ = adjust_lapic_timer_advance_until_done(timer_advance_ns_, delta, guest_khz,
                                                                 &advance_adjust_done_);
+  } else if (cfg_.tuning == AdvanceTuning::SpinThenTune) {
+    // v5.4..v5.13: __wait_lapic_expire() from the TSC read above (capped by
+    // the advance before tuning), then adjust_lapic_timer_advance() on the
+    // same delta; the tuning's own work comes after the spin.
+    spin = spin_for(guest_tsc, timer_advance_cycles());
+    if (advance_adaptive_)
+      timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, guest_khz);
   } else {
-    // v5.5+: tune, re-read the TSC after that work, spin exactly to the
+    // v5.14+: tune, re-read the TSC after that work, spin exactly to the
     // deadline, capped by the tuned advance.
     if (advance_adaptive_)
       timer_advance_ns_ = adjust_lapic_timer_advance(timer_advance_ns_, delta, guest_khz);
@@ -161,22 +168,30 @@ Tsc KvmLapic::fn(Pcpu& /*cpu*/, Tsc now) {
 }
 
 // apic_timer_expired(): coalesce, remember the deadline for the advance
-// busy-wait, then either inject right away (exit path with APICv) or mark
-// pending, request an unblock and kick the vCPU (from the hrtimer).
+// busy-wait, then either inject right away (exit path with APICv, v5.8+) or
+// mark pending (kvm_set_pending_timer()) and, from the hrtimer, kick the vCPU;
+// vcpu_run() injects a pending timer before the next vcpu_enter_guest().
 Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
   if (pending_) return 0;
   expired_tscdeadline_ = tscdeadline_;
-  if (!from_timer_fn && cfg_.apicv) return local_deliver_timer(now);
+  // v5.8+: on the exit path (vCPU loaded) with APICv the vector goes in now.
+  if (!from_timer_fn && cfg_.apicv && cfg_.expired_inject) return local_deliver_timer(now);
   ++pending_;
   if (from_timer_fn) vcpu_.kick(now);
   return 0;
 }
 
-// kvm_apic_local_deliver(LVTT): the vector lands in the (v)IRR; a TSC-deadline
-// timer is one-shot, so the deadline is consumed.
+// kvm_apic_local_deliver(LVTT) -> __apic_accept_irq(): with APICv
+// vmx_deliver_posted_interrupt() sets the vector in the PIR (the vCPU is the
+// running one, so no notification; vcpu_enter_guest()'s sync_pir_to_irr()
+// moves it to the vIRR), else the IRR. A TSC-deadline timer is one-shot,
+// so the deadline is consumed.
 Tsc KvmLapic::local_deliver_timer(Tsc now) {
   vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
-  irq_.set_irr(LOCAL_TIMER_VECTOR);
+  if (cfg_.apicv)
+    irq_.post(LOCAL_TIMER_VECTOR);
+  else
+    irq_.set_irr(LOCAL_TIMER_VECTOR);
   tscdeadline_ = 0;
   pending_ = 0;
   return costs_.inject_timer_irq(vcpu_.rng());

@@ -99,7 +99,7 @@ inline std::int64_t adjust_lapic_timer_advance(std::int64_t advance_ns, std::int
   return advance_ns;
 }
 
-// The v4.20..v5.4 rule (Wanpeng Li 2018, "Tune lapic_timer_advance_ns
+// The v4.20..v5.3 rule (Wanpeng Li 2018, "Tune lapic_timer_advance_ns
 // automatically"): the step is min(error ns, advance / 8); tuning stops for
 // good once an error is under 100 cycles (ADJUST_DONE); an advance above
 // 5000 ns is set to 0 and tuning stops. Returns the new advance; *done is set
@@ -122,10 +122,12 @@ inline std::int64_t adjust_lapic_timer_advance_until_done(std::int64_t advance_n
   return advance_ns;
 }
 
-// Which kernels' adaptive advance: tune_always (v5.5+: adjust, re-read the
-// TSC, spin to the deadline) or until_done (v4.20..v5.4: spin first, then
-// adjust with the rule above).
-enum class AdvanceTuning : std::uint8_t { Always, UntilDone };
+// Which kernels' adaptive advance (kvm.lapic_timer_advance_tuning):
+// until_done (v4.20..v5.3: spin first, then adjust with the rule above),
+// spin_then_tune (v5.4..v5.13, "Tune lapic_timer_advance_ns smoothly" and
+// the loosened filter: spin first, then adjust_lapic_timer_advance()) or
+// always (v5.14+: adjust_lapic_timer_advance(), re-read the TSC, spin).
+enum class AdvanceTuning : std::uint8_t { Always, UntilDone, SpinThenTune };
 
 struct WaitLapicExpireStats {
   std::uint64_t calls = 0, early = 0, late = 0;
@@ -150,6 +152,9 @@ struct LapicConfig {
   bool hv_timer_advance = true;  // vmx_set_hv_timer() subtracts the advance
   WaitLapicExpireSite wait_site = WaitLapicExpireSite::VmxVcpuRun;
   AdvanceTuning tuning = AdvanceTuning::Always;
+  // apic_timer_expired() from the exit path with APICv injects at once
+  // (v5.8+); before, it marks the timer pending for vcpu_run().
+  bool expired_inject = true;
 };
 
 class KvmLapic : public HostHrtimer {

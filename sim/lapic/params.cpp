@@ -14,10 +14,14 @@ void declare_lapic_params(ParamRegistry& r) {
              {"vmx_vcpu_run", "vcpu_enter_guest"},
              "Where kvm_wait_lapic_expire() runs: right before the world switch (v5.3+) or at "
              "the end of vcpu_enter_guest() before vmx_vcpu_run() (earlier kernels)."});
-  r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "until_done"},
-             "Adaptive advance rule: always (v5.5+: tune by 1/8 of 100..10000-cycle errors, never stop; tune, then spin to the deadline) or until_done (v4.20..v5.4: step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop; spin, then tune)."});
+  r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "spin_then_tune", "until_done"},
+             "Adaptive advance rule of __kvm_wait_lapic_expire(): until_done (v4.20..v5.3: spin, then step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop), spin_then_tune (v5.4..v5.13: spin, then tune by 1/8 of each 100..10000-cycle error, never stop, above 5000 ns back to 1000) or always (v5.14+: the same tuning first, re-read the TSC, then spin)."});
   r.declare({"kvm.hv_timer_advance", ParamType::Bool, "true", "bool", {}, {}, {},
-             "vmx_set_hv_timer() subtracts the advance (false = kernels before 2019)."});
+             "vmx_set_hv_timer() subtracts the advance (c5ce8235cffa, v4.18+; false = older kernels)."});
+  r.declare({"kvm.apic_timer_expired_inject", ParamType::Bool, "true", "bool", {}, {}, {},
+             "apic_timer_expired() from the exit path with APICv injects the timer interrupt at "
+             "once (kvm_apic_inject_pending_timer_irqs(), v5.8+); false = it only marks the timer "
+             "pending and vcpu_run() injects it before the next vcpu_enter_guest()."});
   r.declare({"cost.lapic.start_hv_timer", ParamType::Dist, "150ns", "time", {}, {}, {},
              "start_hv_timer() + vmx_set_hv_timer()."});
   r.declare({"cost.lapic.start_sw_tscdeadline", ParamType::Dist, "400ns", "time", {}, {}, {},
@@ -54,5 +58,30 @@ void declare_lapic_params(ParamRegistry& r) {
 }
 
 // clang-format on
+
+// The host kernels' defaults of the LAPIC version switches (host.kernel).
+void declare_lapic_eras(ParamRegistry& r) {
+  r.set_eras("kvm.lapic_timer_advance_ns", "host.kernel",
+             {{"4.0", "0", "d0659d946be0 (v4.0): a fixed advance, module default 0"},
+              {"4.20", "-1", "3b8a5df6c4dc (v4.20): tuned automatically from 1000 ns"}});
+  r.set_eras("kvm.lapic_timer_advance_tuning", "host.kernel",
+             {{"4.0", "until_done", "3b8a5df6c4dc (v4.20): tuning ends once within 100 cycles"},
+              {"5.4", "spin_then_tune",
+               "v5.4 'Tune lapic_timer_advance_ns smoothly' + loosened filter: continuous, "
+               "errors of 100..10000 cycles, spin then adjust"},
+              {"5.14", "always", "v5.14: adjust first, re-read the TSC, then spin"}});
+  r.set_eras("kvm.wait_lapic_expire_site", "host.kernel",
+             {{"4.0", "vcpu_enter_guest", "the wait ends vcpu_enter_guest()"},
+              {"5.3", "vmx_vcpu_run",
+               "v5.3 (Wanpeng Li 2019, timer-latency ref 3): the wait moves next to the world "
+               "switch"}});
+  r.set_eras("kvm.hv_timer_advance", "host.kernel",
+             {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
+              {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
+  r.set_eras("kvm.apic_timer_expired_inject", "host.kernel",
+             {{"4.0", "false", "pending + KVM_REQ_PENDING_TIMER, injected by vcpu_run()"},
+              {"5.8", "true",
+               "v5.8 timer fastpath series (Wanpeng Li 2020): direct injection with APICv"}});
+}
 
 }  // namespace kvmsim

@@ -4,6 +4,13 @@
 namespace kvmsim {
 
 void declare_sched_params(ParamRegistry& r) {
+  // The host kernel of the measurement. It chooses the defaults of the
+  // host-side version switches (their tables sit next to each switch's
+  // declaration, ParamRegistry::set_eras); a key set in a file or with
+  // --set keeps its value.
+  r.declare({"host.kernel", ParamType::String, "6.6", "version", {}, {}, {},
+             "Host kernel version (e.g. 4.8, 5.4, 5.8, 6.6): sets the defaults of every "
+             "host-side version switch (kind 'version switch' in `kvmsim params`)."});
   r.declare({"host.isolcpus", ParamType::IntList, "[]", "cpu", 0, 4095, {},
              "Isolated pCPUs (isolcpus/nohz_full); vCPU threads are pinned to them."});
   r.declare({"host.tick_hz", ParamType::Int, "1", "Hz", 0, 1000, {},

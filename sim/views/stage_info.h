@@ -10,7 +10,11 @@
 namespace kvmsim::views {
 
 // Guest stages run in VMX non-root mode; the others are host (root mode).
-inline bool stage_is_guest(Stage s) { return s >= Stage::Guest && s < Stage::Count; }
+// (Of the stages appended after GuestUser, HaltPoll and VcpuRun are host
+// stages, GuestHaltPoll a guest one.)
+inline bool stage_is_guest(Stage s) {
+  return (s >= Stage::Guest && s <= Stage::GuestUser) || s == Stage::GuestHaltPoll;
+}
 inline std::string_view stage_category(Stage s) { return stage_is_guest(s) ? "guest" : "host"; }
 
 inline std::string_view stage_explanation(Stage s) {
@@ -34,6 +38,8 @@ inline std::string_view stage_explanation(Stage s) {
     case Stage::HaltPoll:
       return "kvm_vcpu_halt(): halt polling, kvm_vcpu_check_block() until a wake-up or the window "
              "ends";
+    case Stage::VcpuRun:
+      return "vcpu_run(): kvm_inject_pending_timer_irqs() of a pending timer, IRQs on";
     case Stage::GuestHaltPoll:
       return "guest cpuidle-haltpoll: poll_idle() spins on need_resched before HLT";
     case Stage::VcpuWakeup:

@@ -14,8 +14,12 @@ void declare_vmx_params(ParamRegistry& r) {
              "kvm_intel.preemption_timer: emulate the TSC-deadline timer with the VMX "
              "preemption timer (else a host hrtimer)."});
   r.declare({"kvm.exit_fastpath", ParamType::Bool, "false", "bool", {}, {}, {},
-             "vmx_exit_handlers_fastpath() (v5.8+): the TSC-deadline WRMSR and the preemption "
-             "timer are handled with IRQs off and the vCPU re-enters (REENTER_GUEST)."});
+             "vmx_exit_handlers_fastpath(): exits handled with IRQs off right after the world "
+             "switch; the x2APIC ICR write (v5.6+) and, with kvm.exit_fastpath_timer, the "
+             "TSC-deadline WRMSR and the preemption timer (REENTER_GUEST, v5.8+)."});
+  r.declare({"kvm.exit_fastpath_timer", ParamType::Bool, "true", "bool", {}, {}, {},
+             "The fastpath also covers the TSC-deadline WRMSR (when the hv timer is usable) and "
+             "the preemption-timer exit (v5.8+); only with kvm.exit_fastpath."});
   r.declare({"kvm.halt_poll_ns", ParamType::Int, "0", "ns", 0, 1e9, {},
              "kvm.halt_poll_ns: the maximum halt-polling window of kvm_vcpu_halt(); 0 = no "
              "polling. The kernel's x86 default is 200000 (500000 in 2015); the scenarios set "
@@ -134,5 +138,28 @@ void declare_vmx_params(ParamRegistry& r) {
 }
 
 // clang-format on
+
+// The host kernels' defaults of the VMX-side version switches (host.kernel).
+void declare_vmx_eras(ParamRegistry& r) {
+  r.set_eras("kvm.exit_fastpath", "host.kernel",
+             {{"4.0", "false", "no exit fastpath"},
+              {"5.6", "true", "v5.6: handle_fastpath_set_x2apic_icr_irqoff()"}});
+  r.set_eras("kvm.exit_fastpath_timer", "host.kernel",
+             {{"4.0", "false", "the fastpath handles the ICR write only"},
+              {"5.8", "true",
+               "v5.8 (Wanpeng Li 2020, vmexit-cost ref e): TSC-deadline WRMSR and preemption "
+               "timer fastpaths, REENTER_GUEST"}});
+  r.set_eras("kvm.steal_time_preempted_on_block", "host.kernel",
+             {{"4.16", "true", "KVM_VCPU_PREEMPTED on every put, a halted vCPU included"},
+              {"5.19", "false", "v5.19: only a vCPU preempted while runnable"}});
+  r.set_eras("kvm.halt_poll_ns", "host.kernel",
+             {{"4.0", "0", "no halt polling by default before dynamic polling (2015)"},
+              {"4.3", "200000",
+               "dynamic halt polling (v4.3, 2015); x86 KVM_HALT_POLL_NS_DEFAULT 200000 (the "
+               "earlier x86 500000/400000 are not tabled)"}});
+  r.set_eras("kvm.halt_poll_ns_shrink", "host.kernel",
+             {{"4.3", "0", "a halt that outlasted the maximum resets the window"},
+              {"6.11", "2", "v6.11 (KVM generic 6.11): halt-poll shrinking on by default"}});
+}
 
 }  // namespace kvmsim

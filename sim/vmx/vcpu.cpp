@@ -264,6 +264,9 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
     case State::EnterGuest:
       after_vcpu_enter_guest(now);
       break;
+    case State::VcpuRun:
+      begin_vcpu_enter_guest(now);
+      break;
     case State::WaitEarly:
       begin_vmx_vcpu_run(now);
       break;
@@ -478,6 +481,14 @@ void Vcpu::end_block(Tsc now, Tsc sched_cost) {
 // vcpu_enter_guest(): process requests (a pending timer is injected here),
 // disable interrupts, load guest state.
 void Vcpu::begin_vcpu_enter_guest(Tsc now) {
+  // vcpu_run(): a timer apic_timer_expired() left pending (from the hrtimer,
+  // or from the exit path before v5.8) is injected between two
+  // vcpu_enter_guest() calls, interrupts on (kvm_inject_pending_timer_irqs()).
+  if (lapic_.pending() && state_ != State::VcpuRun) {
+    state_ = State::VcpuRun;
+    pcpu_->run_for(Stage::VcpuRun, SegKind::HostIrqOn, lapic_.inject_pending_timer_irqs(now));
+    return;
+  }
   state_ = State::EnterGuest;
   Tsc cost = steal_update_ ? record_steal_time(now) : 0;
   if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
@@ -500,6 +511,9 @@ void Vcpu::after_vcpu_enter_guest(Tsc now) {
     st_writeback_ = false;
     st_preempted_ = 0;
   }
+  // vcpu_enter_guest(): with APICv, sync_pir_to_irr() before the entry (and
+  // before kvm_wait_lapic_expire() looks for the timer vector in the vIRR).
+  if (lapic_.config().apicv) lapic_.sync_pir_to_irr(false);
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, State::WaitEarly, now))
     begin_vmx_vcpu_run(now);
 }
@@ -558,8 +572,9 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
   fastpath_ = ExitFastpath::None;
   if (!vmx_.exit_fastpath) return false;
   Tsc cost = 0;
-  if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_IA32_TSC_DEADLINE &&
-      lapic_.can_use_hv_timer()) {
+  const bool timer_paths = vmx_.exit_fastpath_timer;  // v5.8+
+  if (timer_paths && exit_reason_ == ExitReason::MSR_WRITE &&
+      exit_step_.msr == MSR_IA32_TSC_DEADLINE && lapic_.can_use_hv_timer()) {
     // handle_fastpath_set_tscdeadline(): kvm_set_lapic_tscdeadline_msr() +
     // skip the instruction.
     ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
@@ -578,7 +593,7 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
                    costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
                        lapic_.costs().x2apic_icr_write(rng()));
     return true;
-  } else if (exit_reason_ == ExitReason::PREEMPTION_TIMER) {
+  } else if (timer_paths && exit_reason_ == ExitReason::PREEMPTION_TIMER) {
     // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
     // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
     // APICv posts the vector straight into the vIRR.
@@ -606,6 +621,9 @@ void Vcpu::after_fastpath(Tsc now) {
     return;
   }
   if (fastpath_ == ExitFastpath::ReenterGuest) {
+    // The REENTER_GUEST loop's sync_pir_to_irr() (the timer the fastpath
+    // just injected is in the PIR).
+    if (lapic_.config().apicv) lapic_.sync_pir_to_irr(false);
     begin_vmx_vcpu_run(now);
     return;
   }

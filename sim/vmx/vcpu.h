@@ -141,7 +141,8 @@ struct HaltPollStats {
 
 struct VmxConfig {
   unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
-  bool exit_fastpath = false;          // kernels >= v5.8 handle some exits with IRQs off
+  bool exit_fastpath = false;          // kernels >= v5.6 handle some exits with IRQs off
+  bool exit_fastpath_timer = true;     // ... the TSC-deadline WRMSR and preemption timer (v5.8+)
   // kvm_arch_vcpu_put() marks the steal-time area KVM_VCPU_PREEMPTED on every
   // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
   // when the vCPU was preempted while runnable (vcpu->preempted).
@@ -298,6 +299,7 @@ class Vcpu : public HostThread {
  private:
   enum class State : std::uint8_t {
     EnterGuest,  // vcpu_enter_guest() segment
+    VcpuRun,     // vcpu_run(): kvm_inject_pending_timer_irqs() before vcpu_enter_guest()
     WaitEarly,   // kvm_wait_lapic_expire() at the pre-v5.3 site
     VmxVcpuRun,  // vmx_vcpu_run() software entry half
     WaitLate,    // kvm_wait_lapic_expire() right before the world switch

@@ -50,6 +50,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
 
   c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
   c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
+  c.vmx.exit_fastpath_timer = p.b("kvm.exit_fastpath_timer");
   c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
   // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
   // host side of it is in record_steal_time().
@@ -83,8 +84,11 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   l.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"
                     ? WaitLapicExpireSite::VcpuEnterGuest
                     : WaitLapicExpireSite::VmxVcpuRun;
-  l.tuning = p.s("kvm.lapic_timer_advance_tuning") == "until_done" ? AdvanceTuning::UntilDone
-                                                                   : AdvanceTuning::Always;
+  const std::string& tuning = p.s("kvm.lapic_timer_advance_tuning");
+  l.tuning = tuning == "until_done"       ? AdvanceTuning::UntilDone
+             : tuning == "spin_then_tune" ? AdvanceTuning::SpinThenTune
+                                          : AdvanceTuning::Always;
+  l.expired_inject = p.b("kvm.apic_timer_expired_inject");
   if (c.vmx.exit_fastpath && l.wait_site == WaitLapicExpireSite::VcpuEnterGuest)
     throw ScenarioError(
         fmt::format("{}: key 'kvm.exit_fastpath': the exit fastpath (v5.8+) needs "

@@ -25,17 +25,17 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
     const char* args;
     std::uint64_t fingerprint;
   } pinned[] = {
-      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 3360193736339583},
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 6101214296268152},
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
-       6111432612205678},
-      {"scenarios/tscdeadline_latency.yaml", 6295063559990634},
-      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 7345625827981462},
+       1503061110816694},
+      {"scenarios/tscdeadline_latency.yaml", 1600299439422780},
+      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 8509027281727070},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
        "kvm.exit_fastpath=true",
        4700155234575172},
-      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 2417326636489806},
+      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 1366476881842701},
   };
   int i = 0;
   for (const auto& p : pinned) {

@@ -52,8 +52,10 @@ TEST_CASE(
   const double o = old_site.at("tscdeadline_latency.avg_cycles");
   const double n = new_site.at("tscdeadline_latency.avg_cycles");
   INFO("old site " << o << " new site " << n);
-  // The platform's cost.vmx_vcpu_run is normal(700cyc, 40cyc).
-  CHECK(o - n == Approx(700).margin(60));
+  // The platform's cost.vmx_vcpu_run is normal(700cyc, 40cyc). The v4.20
+  // tuner freezes the advance at the first error under 100 cycles, so the
+  // two runs' advances may differ by up to that much.
+  CHECK(o - n == Approx(700).margin(100));
 }
 
 TEST_CASE(
@@ -100,7 +102,8 @@ TEST_CASE("exit fastpath: the guest sees the same thing, only faster", "[kut][fa
   const std::string t2 = std::string(kT2) +
                          " --set tscdeadline_latency.size=1000 --set "
                          "kvm.wait_lapic_expire_site=vmx_vcpu_run --set "
-                         "kvm.lapic_timer_advance_tuning=always";
+                         "kvm.lapic_timer_advance_tuning=always --set "
+                         "kvm.exit_fastpath_timer=true";  // the timer fastpaths are v5.8's
   const auto s2 = run_metrics("fp-t2-slow", t2 + " --set kvm.exit_fastpath=false");
   const auto f2 = run_metrics("fp-t2-fast", t2 + " --set kvm.exit_fastpath=true");
   CHECK(s2.at("tscdeadline_latency.samples") == f2.at("tscdeadline_latency.samples"));

@@ -62,6 +62,16 @@ TEST_CASE("validate --quick: T1, T2, T3 and T6 all within tolerance, T4 reported
   CHECK(r.exit_code == (all_yes ? 0 : 1));
   CHECK(r.output.find("wall time") != std::string::npos);
   CHECK(r.output.find("skipped, scenario missing") == std::string::npos);
+  // Two groups, each with its mean absolute errors; the calibration group first.
+  const auto cal = r.output.find("\ncalibration: ");
+  const auto val = r.output.find("\nvalidation: ");
+  CHECK(cal != std::string::npos);
+  CHECK(val != std::string::npos);
+  CHECK(cal < val);
+  CHECK(r.output.find("mean absolute error", val) != std::string::npos);
+  // The extra published points (TL2, TL3) are in the table, not gated.
+  CHECK(r.output.find("\nTL3 ") != std::string::npos);
+  CHECK(r.output.find("more published points reported, not gated") != std::string::npos);
   // Child runs' libsystemc banners stay hidden: at most the parent's own.
   std::size_t banners = 0;
   for (auto p = r.output.find("ALL RIGHTS RESERVED"); p != std::string::npos;
@@ -235,4 +245,81 @@ TEST_CASE("validate: transition labels", "[validate-unit]") {
   CHECK(transition_label("vm.vcpus=16 g.pv=false", "vm.vcpus=16 g.pv=true") ==
         "vm.vcpus=16 g.pv=false -> true");
   CHECK(transition_label("x=1", "y=2") == "x=1 -> y=2");
+}
+
+TEST_CASE("validate: calibration and validation groups, mean absolute errors", "[validate-unit]") {
+  std::vector<Row> rows(4);
+  rows[0].calibration = true;  // value: 10% off
+  rows[0].pass = true;
+  rows[0].abs_error = 10;
+  rows[1].calibration = true;  // no published number: counted, no error
+  rows[1].pass = true;
+  rows[2].abs_error = 4;  // validation value, 4% off
+  rows[3].change = true;  // validation change, 3 pp off, outside
+  rows[3].abs_error = 3;
+  const GroupSummary c = summarize(rows, true);
+  CHECK(c.rows == 2);
+  CHECK(c.passed == 2);
+  CHECK(c.values == 1);
+  CHECK(c.value_mae_pct == Approx(10));
+  CHECK(c.changes == 0);
+  const GroupSummary v = summarize(rows, false);
+  CHECK(v.rows == 2);
+  CHECK(v.passed == 0);
+  CHECK(v.value_mae_pct == Approx(4));
+  CHECK(v.change_mae_pp == Approx(3));
+  CHECK(format_summary(v) ==
+        "0 of 2 within tolerance; mean absolute error 4% over 1 values, 3 pp over 1 changes");
+
+  // evaluate_experiment fills the errors: relative for values, pp for changes.
+  Experiment e;
+  e.id = "TX";
+  e.runs = switch_runs("k", {"a", "b"});
+  Check a;
+  a.metric = "m";
+  a.runs = {0};
+  a.published = 200;
+  a.tolerance = Tolerance::relative(0.1);
+  a.calibration = true;
+  a.simulate = [](const RunRefs& r) { return r[0]->metric("m"); };
+  Check red;
+  red.metric = "reduction";
+  red.unit = "%";
+  red.runs = {0, 1};
+  red.published = 40;
+  red.tolerance = Tolerance::absolute(5);
+  red.gated = false;
+  red.simulate = [](const RunRefs& r) { return 100 * (1 - r[1]->metric("m") / r[0]->metric("m")); };
+  e.checks = {a, red};
+  std::vector<RunOutput> out(2);
+  out[0].ok = out[1].ok = true;
+  out[0].metrics["m"] = 210;
+  out[1].metrics["m"] = 105;
+  const auto r = evaluate_experiment(e, out, false);
+  CHECK(r[0].calibration);
+  CHECK(r[0].abs_error == Approx(5));
+  CHECK_FALSE(r[1].calibration);
+  CHECK_FALSE(r[1].gated);
+  CHECK(r[1].change);
+  CHECK(r[1].abs_error == Approx(10));
+}
+
+TEST_CASE("validate --sensitivity: durations in a cost's text scale, weights and shapes do not",
+          "[validate-unit]") {
+  CHECK(scale_durations("normal(450ns, 40ns, min=330ns)", 1.1) == "normal(495ns, 44ns, min=363ns)");
+  CHECK(scale_durations("mix(0.965: normal(1290ns, 80ns), 0.035: normal(350ns, 200ns))", 0.9) ==
+        "mix(0.965: normal(1161ns, 72ns), 0.035: normal(315ns, 180ns))");
+  CHECK(scale_durations("lognormal(9us, 0.6, max=80us)", 1.1) == "lognormal(9.9us, 0.6, max=88us)");
+  CHECK(scale_durations("empirical(400cyc:3, 450cyc:5)", 0.5) == "empirical(200cyc:3, 225cyc:5)");
+  CHECK(scale_durations("350", 1.1) == "385");
+  SensitivityRow row;
+  row.check.unit = "cycles";
+  row.base = 1000;
+  row.minus = 950;
+  row.plus = 1050;
+  CHECK(sensitivity_slope(row, 0.1) == Approx(0.5));
+  CHECK(sensitivity_moves(row, 0.1));
+  row.minus = 999;
+  row.plus = 1001;
+  CHECK_FALSE(sensitivity_moves(row, 0.1));
 }

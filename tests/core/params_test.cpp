@@ -285,7 +285,119 @@ TEST_CASE("format_param_table lists every key with its type, default, unit, rang
 TEST_CASE("format_param_markdown emits a header and one table row per key") {
   const ParamRegistry reg = test_registry();
   const std::string md = format_param_markdown(reg);
-  CHECK_THAT(md, StartsWith("| Key | Type | Default | Unit | Range | Description |\n|---"));
-  CHECK_THAT(md, Contains("| `kvm.halt_poll_ns` | int | `200000` | ns | [0, 10000000] |"));
+  CHECK_THAT(md, StartsWith("| Key | Kind | Type | Default | Unit | Range | Description |\n|---"));
+  CHECK_THAT(md, Contains("| `kvm.halt_poll_ns` | param | int | `200000` | ns | [0, 10000000] |"));
   CHECK(static_cast<std::size_t>(std::count(md.begin(), md.end(), '\n')) == reg.all().size() + 2);
+}
+
+// ---------------------------------------------------------------- kernel eras
+
+namespace {
+
+// The test registry plus a host kernel key and two version switches.
+ParamRegistry era_registry(const std::string& default_kernel = "5.4") {
+  ParamRegistry reg = test_registry();
+  reg.declare(make_decl("host.kernel", ParamType::String, default_kernel));
+  reg.declare(make_decl("kvm.fast", ParamType::Bool, "false"));
+  reg.set_eras("kvm.fast", "host.kernel",
+               {{"4.0", "false", "none yet"}, {"5.8", "true", "v5.8 series"}});
+  reg.set_eras("kvm.halt_poll_ns", "host.kernel",
+               {{"4.0", "0", "off"}, {"4.3", "200000", "dynamic"}, {"6.11", "400000", "made up"}});
+  return reg;
+}
+
+}  // namespace
+
+TEST_CASE("kernel versions parse and compare component by component", "[params][era]") {
+  CHECK(parse_kernel_version("4.9") == std::vector<int>{4, 9});
+  CHECK(parse_kernel_version("4.20") == std::vector<int>{4, 20});
+  CHECK(parse_kernel_version("6.6.1") == std::vector<int>{6, 6, 1});
+  for (const char* bad : {"", "4.", ".4", "4.x", "v5.4", "1.0", "10.1", "5.4.1.2"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_kernel_version(bad));
+  }
+  CHECK(compare_kernel_versions({4, 20}, {4, 9}) > 0);  // not a string compare
+  CHECK(compare_kernel_versions({5, 8}, {5, 8, 0}) == 0);
+  CHECK(compare_kernel_versions({5, 7}, {5, 8}) < 0);
+}
+
+TEST_CASE(
+    "a version switch takes the row of its kernel; its declared default follows the "
+    "kernel key's default",
+    "[params][era]") {
+  const ParamRegistry reg = era_registry("5.4");
+  CHECK(reg.find("kvm.fast")->default_text == "false");
+  CHECK(reg.find("kvm.halt_poll_ns")->default_text == "200000");
+  CHECK(param_kind(*reg.find("kvm.fast")) == "version switch");
+  CHECK(param_kind(*reg.find("host.kernel")) == "kernel");
+  CHECK(param_kind(*reg.find("sim.seed")) == "param");
+  CHECK(reg.era_keys() == std::vector<std::string>{"host.kernel"});
+  const ParamDecl& d = *reg.find("kvm.halt_poll_ns");
+  CHECK(era_row(d, {3, 10}).value == "0");  // older than the table: its first row
+  CHECK(era_row(d, {4, 3}).value == "200000");
+  CHECK(era_row(d, {6, 10}).value == "200000");
+  CHECK(era_row(d, {6, 11}).value == "400000");
+  CHECK(era_row(d, {6, 12}).value == "400000");
+  // A registry whose default kernel is newer has other declared defaults.
+  CHECK(era_registry("5.8").find("kvm.fast")->default_text == "true");
+}
+
+TEST_CASE("apply_kernel_eras fills only the switches no file or --set chose", "[params][era]") {
+  const ParamRegistry reg = era_registry();
+  ParamSet set(reg);
+  set.set_text("host.kernel", "5.8", "a.yaml:3");
+  set.set_text("kvm.halt_poll_ns", "0", "--set");  // explicit: stays
+  apply_kernel_eras(set);
+  CHECK(set.b("kvm.fast"));
+  CHECK(set.origin("kvm.fast") == "host.kernel=5.8 (era)");
+  CHECK(set.i("kvm.halt_poll_ns") == 0);
+  CHECK(set.origin("kvm.halt_poll_ns") == "--set");
+  // Idempotent, and a later kernel change re-applies to era-chosen values.
+  set.set_text("host.kernel", "4.9", "--set");
+  apply_kernel_eras(set);
+  CHECK_FALSE(set.b("kvm.fast"));
+  CHECK(set.origin("kvm.fast") == "host.kernel=4.9 (era)");
+}
+
+TEST_CASE("a kernel key that is not a version is an input error naming it", "[params][era]") {
+  const ParamRegistry reg = era_registry();
+  ParamSet set(reg);
+  set.set_text("host.kernel", "latest", "s.yaml:7");
+  try {
+    apply_kernel_eras(set);
+    FAIL("accepted");
+  } catch (const ScenarioError& e) {
+    CHECK_THAT(e.what(),
+               StartsWith("s.yaml:7: key 'host.kernel': 'latest' is not a kernel version"));
+  }
+}
+
+TEST_CASE("set_eras refuses tables out of order, without reasons, or with bad values",
+          "[params][era]") {
+  ParamRegistry reg = era_registry();
+  CHECK_THROWS_AS(reg.set_eras("kvm.fast", "host.kernel", {}), std::logic_error);
+  CHECK_THROWS_AS(
+      reg.set_eras("kvm.fast", "host.kernel", {{"5.8", "true", "a"}, {"5.4", "false", "b"}}),
+      std::logic_error);
+  CHECK_THROWS_AS(reg.set_eras("kvm.fast", "host.kernel", {{"5.8", "true", ""}}), std::logic_error);
+  CHECK_THROWS_AS(reg.set_eras("kvm.fast", "host.kernel", {{"5.8", "maybe", "a"}}),
+                  std::logic_error);
+  CHECK_THROWS_AS(reg.set_eras("kvm.fast", "sim.seed", {{"5.8", "true", "a"}}), std::logic_error);
+  CHECK_THROWS_AS(reg.set_eras("kvm.nope", "host.kernel", {{"5.8", "true", "a"}}),
+                  std::logic_error);
+}
+
+TEST_CASE("kvmsim params lists a version switch with its kind and its table", "[params][era]") {
+  const ParamRegistry reg = era_registry();
+  const std::string table = format_param_table(reg);
+  CHECK_THAT(table, StartsWith("KEY"));
+  CHECK_THAT(table, Contains("KIND"));
+  const auto line_of = [&](const std::string& key) {
+    const auto p = table.find("\n" + key + " ");
+    return table.substr(p + 1, table.find('\n', p + 1) - p - 1);
+  };
+  CHECK_THAT(line_of("kvm.fast"), Contains("version switch"));
+  CHECK_THAT(line_of("kvm.fast"),
+             Contains("[host.kernel: before 5.8: false (none yet); 5.8+: true (v5.8 series)]"));
+  CHECK_THAT(line_of("sim.seed"), Contains(" param "));
 }

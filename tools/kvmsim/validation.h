@@ -182,6 +182,13 @@ struct Check {
   std::optional<Tolerance> quick_tolerance;
   std::function<double(const RunRefs&)> simulate;
   std::string setting;  // the table's setting column; empty: from the runs' labels
+  // Calibration: this published figure set a cost (the platform file says
+  // which); its row measures goodness of fit. Otherwise it is validation:
+  // the model was not fitted on it.
+  bool calibration = false;
+  // Counts in validate's exit status (the targets of validation-targets.md);
+  // false for the extra published points that are reported, not gated.
+  bool gated = true;
 };
 
 struct Experiment {
@@ -225,7 +232,52 @@ inline std::string setting_label(const Experiment& e, const Check& c) {
 struct Row {
   std::string experiment, setting, metric, published, simulated, error, tolerance;
   bool pass = false;
+  bool calibration = false;
+  bool gated = true;
+  bool change = false;      // a relative change in % (its error is in pp)
+  double abs_error = kNaN;  // |simulated - published|: in pp for a change, else relative (%)
 };
+
+// The mean absolute errors of one group of rows: values (relative, %) and
+// changes (pp), each over the rows that have a published and a simulated number.
+struct GroupSummary {
+  std::size_t rows = 0, passed = 0, values = 0, changes = 0;
+  double value_mae_pct = kNaN, change_mae_pp = kNaN;
+};
+
+inline GroupSummary summarize(const std::vector<Row>& rows, bool calibration) {
+  GroupSummary g;
+  double vsum = 0, csum = 0;
+  for (const Row& r : rows) {
+    if (r.calibration != calibration) continue;
+    ++g.rows;
+    g.passed += r.pass ? 1 : 0;
+    if (std::isnan(r.abs_error)) continue;
+    if (r.change) {
+      ++g.changes;
+      csum += r.abs_error;
+    } else {
+      ++g.values;
+      vsum += r.abs_error;
+    }
+  }
+  if (g.values) g.value_mae_pct = vsum / static_cast<double>(g.values);
+  if (g.changes) g.change_mae_pp = csum / static_cast<double>(g.changes);
+  return g;
+}
+
+// "14 of 15 within tolerance; MAE 1.9% over 12 values, 0.8 pp over 3 changes"
+inline std::string format_summary(const GroupSummary& g) {
+  std::string s = std::to_string(g.passed) + " of " + std::to_string(g.rows) +
+                  " within tolerance; mean absolute error ";
+  s += g.values
+           ? format_number(g.value_mae_pct, 1) + "% over " + std::to_string(g.values) + " values"
+           : "- over 0 values";
+  if (g.changes)
+    s += ", " + format_number(g.change_mae_pp, 1) + " pp over " + std::to_string(g.changes) +
+         " changes";
+  return s;
+}
 
 // Evaluates every check of `e` on its runs' outputs (outputs[i] is the run of
 // e.runs[i]).
@@ -254,9 +306,102 @@ inline std::vector<Row> evaluate_experiment(const Experiment& e,
     r.error = v.error;
     r.tolerance = v.tolerance;
     r.pass = v.pass;
+    r.calibration = c.calibration;
+    r.gated = c.gated;
+    r.change = c.unit == "%";
+    if (!std::isnan(sim) && !std::isnan(c.published) && c.published != 0)
+      r.abs_error = r.change ? std::fabs(sim - c.published)
+                             : 100.0 * std::fabs(sim - c.published) / std::fabs(c.published);
     rows.push_back(std::move(r));
   }
   return rows;
+}
+
+// A cost distribution's text with every duration scaled by `factor`
+// ("normal(450ns, 40ns, min=330ns)" x1.1 -> "normal(495ns, 44ns, min=363ns)").
+// Numbers with a unit (ns, us, ms, s, cyc) scale; bare numbers are weights,
+// shapes or probabilities and stay, unless the whole text is one bare number
+// (ns).
+inline std::string scale_durations(const std::string& text, double factor) {
+  const auto fmt_num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return std::string(buf);
+  };
+  bool bare = !text.empty();
+  for (char c : text)
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == ' ')) bare = false;
+  if (bare) return fmt_num(std::stod(text) * factor);
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const bool starts = (std::isdigit(static_cast<unsigned char>(text[i])) != 0) &&
+                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) != 0 ||
+                                     text[i - 1] == '.'));
+    if (!starts) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[j])) != 0 || text[j] == '.' ||
+            ((text[j] == 'e' || text[j] == 'E') && j + 1 < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[j + 1])) != 0 || text[j + 1] == '-'))))
+      j += (text[j] == 'e' || text[j] == 'E') ? 2 : 1;
+    std::size_t k = j;
+    while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k])) != 0) ++k;
+    const std::string unit = text.substr(j, k - j);
+    const std::string num = text.substr(i, j - i);
+    if (unit == "ns" || unit == "us" || unit == "ms" || unit == "s" || unit == "cyc")
+      out += fmt_num(std::stod(num) * factor) + unit;
+    else
+      out += num + unit;
+    i = k;
+  }
+  return out;
+}
+
+// Simulated value of each check of `e` (NaN where a run is missing or failed).
+inline std::vector<double> simulate_checks(const Experiment& e,
+                                           const std::vector<RunOutput>& outputs) {
+  std::vector<double> out;
+  for (const Check& c : e.checks) {
+    RunRefs refs;
+    bool have_all = true;
+    for (std::size_t i : c.runs) {
+      if (i < outputs.size())
+        refs.push_back(&outputs[i]);
+      else
+        have_all = false;
+    }
+    out.push_back(have_all && c.simulate ? c.simulate(refs) : kNaN);
+  }
+  return out;
+}
+
+// One line of validate --sensitivity: a cost key, a published figure, the
+// figure with the key scaled down and up.
+struct SensitivityRow {
+  std::string key, experiment, setting;
+  Check check;
+  double base = kNaN, minus = kNaN, plus = kNaN;
+};
+
+// d ln(figure) / d ln(cost) from the two sides (NaN if a side is missing);
+// for a change in % the slope in pp per % of the cost.
+inline double sensitivity_slope(const SensitivityRow& r, double step) {
+  if (std::isnan(r.minus) || std::isnan(r.plus) || std::isnan(r.base)) return kNaN;
+  if (r.check.unit == "%") return (r.plus - r.minus) / (200.0 * step);
+  if (r.base == 0) return kNaN;
+  return (r.plus - r.minus) / (2.0 * step * r.base);
+}
+
+// A figure "moves" when either side differs from the base by more than
+// 0.5% of it (0.2 pp for a change in %), or a side is missing.
+inline bool sensitivity_moves(const SensitivityRow& r, double /*step*/) {
+  if (std::isnan(r.minus) || std::isnan(r.plus)) return true;
+  const double lim = r.check.unit == "%" ? 0.2 : 0.005 * std::fabs(r.base);
+  return std::fabs(r.minus - r.base) > lim || std::fabs(r.plus - r.base) > lim;
 }
 
 // Markdown cells: arrows and comparison signs as in the README.
@@ -302,6 +447,61 @@ inline std::string format_table(const std::vector<Row>& rows, bool markdown) {
     return out;
   }
   std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& row : cells)
+    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      const std::string pad(width[k] - row[k].size(), ' ');
+      line += right[k] ? pad + row[k] : row[k] + (k + 1 < row.size() ? pad : "");
+      if (k + 1 < row.size()) line += "  ";
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+inline std::string format_sensitivity(const std::vector<SensitivityRow>& rows, double step,
+                                      bool markdown) {
+  const std::string lo = "x" + format_number(1 - step, 2);
+  const std::string hi = "x" + format_number(1 + step, 2);
+  std::vector<std::vector<std::string>> cells{{"cost parameter", "experiment", "switch/setting",
+                                               "figure", "published", lo, "as is", hi, "slope",
+                                               "leaves tolerance"}};
+  for (const auto& r : rows) {
+    const Check& c = r.check;
+    const std::string metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
+    const auto out = [&](double v) {
+      return !evaluate(c.tolerance, c.published, v, c.unit, c.decimals).pass;
+    };
+    const bool base_in = !out(r.base);
+    std::string leaves = "no";
+    if (base_in && (out(r.minus) || out(r.plus)))
+      leaves = out(r.minus) && out(r.plus) ? "both sides" : (out(r.minus) ? lo : hi);
+    if (!base_in) leaves = "already out";
+    cells.push_back({r.key, r.experiment, r.setting, metric, format_number(c.published, c.decimals),
+                     format_number(r.minus, c.decimals), format_number(r.base, c.decimals),
+                     format_number(r.plus, c.decimals),
+                     format_number(sensitivity_slope(r, step), 2) + (c.unit == "%" ? " pp/%" : ""),
+                     leaves});
+  }
+  if (rows.empty()) return "(no published figure moves)\n";
+  const std::vector<bool> right = {false, false, false, false, true, true, true, true, true, false};
+  std::string out;
+  if (markdown) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      out += "|";
+      for (const auto& x : cells[i]) out += " " + (i == 0 ? x : markdown_cell(x)) + " |";
+      out += "\n";
+      if (i == 0) {
+        out += "|";
+        for (bool r : right) out += r ? "---:|" : "---|";
+        out += "\n";
+      }
+    }
+    return out;
+  }
+  std::vector<std::size_t> width(cells[0].size(), 0);
   for (const auto& row : cells)
     for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
   for (const auto& row : cells) {

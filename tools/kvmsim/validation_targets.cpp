@@ -86,6 +86,12 @@ Check histogram_check(std::size_t run, const std::string& label, const std::stri
   return c;
 }
 
+// Marks checks [from, end) as calibration: their published figure set a cost.
+void mark_calibration(Experiment& e, std::size_t from,
+                      std::size_t to = static_cast<std::size_t>(-1)) {
+  for (std::size_t i = from; i < e.checks.size() && i < to; ++i) e.checks[i].calibration = true;
+}
+
 // --------------------------------------------------------------------- T1
 
 // One side of T1's published cyclictest histogram.
@@ -146,6 +152,9 @@ Experiment t1() {
   // distribution being any different (tests/cli/t1_regression_test.cpp
   // allows the same).
   add_t1_checks(e, 1, off, Tolerance::offset(0, 1));
+  // Calibration, all of it: the guest-side costs were fitted on the hv-on
+  // histogram and the host IRQ path on the hv-off one (haswell-e5-2699v3.yaml).
+  mark_calibration(e, 0);
   return e;
 }
 
@@ -165,6 +174,10 @@ Experiment t2() {
   e.checks.push_back(metric_check(0, key, 4450, Tolerance::relative(0.15), 0));
   e.checks.push_back(metric_check(1, key, 1660, Tolerance::relative(0.15), 0));
   e.checks.push_back(reduction_check("reduction of avg_cycles", 0, 1, key, 63, 10));
+  // The exit -> injection path was split so that the no-advance run costs
+  // ~4450 cycles (haswell-desktop-i7-4770.yaml): calibration. The advance
+  // run and the reduction are predictions.
+  mark_calibration(e, 0, 1);
   return e;
 }
 
@@ -188,6 +201,10 @@ Experiment t3() {
   e.checks.push_back(metric_check(1, deadline, 5285, Tolerance::relative(0.10), 2));
   e.checks.push_back(reduction_check("improvement of tscdeadline_immed", 0, 1, immed, 17.6, 5));
   e.checks.push_back(reduction_check("improvement of tscdeadline", 0, 1, deadline, 8.3, 5));
+  // All calibration: the stages the fastpath skips were sized on the
+  // published differences (534, 481 cycles) and the LAPIC work on the
+  // tscdeadline_immed "before" (skylake-sp-gold-6148.yaml).
+  mark_calibration(e, 0);
   return e;
 }
 
@@ -249,6 +266,55 @@ Experiment t6() {
   e.checks.push_back(metric_check(0, key, 4238, Tolerance::relative(0.10), 0));
   e.checks.push_back(metric_check(1, key, 3543, Tolerance::relative(0.10), 0));
   e.checks.push_back(reduction_check("improvement of ipi", 0, 1, key, 16.4, 5));
+  mark_calibration(e, 0, 1);  // cost.vcpu_block_abort
+  return e;
+}
+
+// ------------------------------------------- more points of the same families
+// Published points of shared/data/external/timer-latency_published-numbers.csv
+// (rows of refs 2 and 3, copied here with their source) that the scenarios
+// reproduce without a new mechanism. Reported in the table and in the group
+// errors, not gated: the CSV gives most of them as "~" and no tolerance was
+// set for them; T2's 15% (10 pp for a reduction) is shown for comparison.
+// Not reproducible today, so not listed: ref 1 (host not stated), ref 4
+// (periodic/oneshot modes), ref 6 (swait -> rcuwait), ref 7 (SPEC_CTRL);
+// vmexit-cost refs a/b (cpuid, vmcall: no such vmexit.flat test modelled),
+// c's ultra fastpath, e (the T3 rows), f (rcuwait early check).
+
+// Ref 2: a Skylake server, 2018 kernel (v4.20), busy-wait tscdeadline_latency.
+Experiment tl2() {
+  Experiment e;
+  e.id = "TL2";
+  e.title = "tscdeadline_latency on a Skylake server, 2018 (timer-latency CSV ref 2)";
+  e.scenario = "tscdeadline_latency_skylake.yaml";
+  e.runs = {{"kvm.enable_hv_timer=false", {"kvm.enable_hv_timer=false"}},
+            {"kvm.lapic_timer_advance_ns=0", {"kvm.lapic_timer_advance_ns=0"}},
+            {"kvm.lapic_timer_advance_ns=-1", {"kvm.lapic_timer_advance_ns=-1"}}};
+  e.quick_sets = {"tscdeadline_latency.size=2000"};
+  const std::string key = "tscdeadline_latency.avg_cycles";
+  e.checks.push_back(metric_check(0, key, 5700, Tolerance::relative(0.15), 0));
+  e.checks.push_back(metric_check(1, key, 2600, Tolerance::relative(0.15), 0));
+  e.checks.push_back(metric_check(2, key, 1200, Tolerance::relative(0.15), 0));
+  for (auto& c : e.checks) c.gated = false;
+  mark_calibration(e, 0, 1);  // the Skylake-SP host IRQ costs were sized on it
+  return e;
+}
+
+// Ref 3: the wait moved next to the world switch, on T2's Haswell desktop.
+Experiment tl3() {
+  Experiment e;
+  e.id = "TL3";
+  e.title = "wait_lapic_expire next to the world switch, Haswell desktop (timer-latency CSV ref 3)";
+  e.scenario = "tscdeadline_latency.yaml";
+  e.runs = switch_runs("kvm.wait_lapic_expire_site", {"vcpu_enter_guest", "vmx_vcpu_run"});
+  e.quick_sets = {"tscdeadline_latency.size=2000"};
+  const std::string key = "tscdeadline_latency.avg_cycles";
+  e.checks.push_back(metric_check(0, key, 1600, Tolerance::relative(0.15), 0));
+  e.checks.push_back(metric_check(1, key, 1000, Tolerance::relative(0.15), 0));
+  e.checks.push_back(reduction_check("reduction of avg_cycles", 0, 1, key, 40, 10));
+  for (auto& c : e.checks) c.gated = false;
+  // Not calibration: cost.vmx_vcpu_run (700 cycles) comes from the text of
+  // the same message, not from these latencies.
   return e;
 }
 
@@ -259,7 +325,7 @@ Experiment t6() {
 }  // namespace
 
 const std::vector<Experiment>& validation_targets() {
-  static const std::vector<Experiment> targets = {t1(), t2(), t3(), t4(), t6()};
+  static const std::vector<Experiment> targets = {t1(), t2(), t3(), t4(), t6(), tl2(), tl3()};
   return targets;
 }
 
