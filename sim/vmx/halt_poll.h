@@ -17,16 +17,21 @@ namespace kvmsim {
 //       a hard-coded 10000 ns, a shrink may leave any value, grow is not
 //       capped, no notion of an invalid wake-up.
 //  V4_7 "KVM: halt_polling: provide a way to qualify wakeups during poll"
-//       and "improve grow/shrink settings" (Christian Borntraeger, 2016):
-//       an invalid wake-up shrinks, grow is capped at halt_poll_ns.
+//       (Christian Borntraeger, 2016): an invalid wake-up that ended after
+//       the window shrinks it; grow is capped at halt_poll_ns (the cap is
+//       already in ~v4.4 sources: this era merges the two changes).
 //  V5_2 halt_poll_ns_grow_start (Nir Weiner, 2019): the first step is
-//       grow_start (any val*grow below it becomes grow_start) and a shrink
-//       below grow_start goes to 0; still capped inside grow.
+//       grow_start (any val*grow below it becomes grow_start); a shrink may
+//       still leave a window below it; capped inside grow.
+//  V5_15 "KVM: do not shrink halt_poll_ns below grow_start" (Sergey
+//       Senozhatsky, 2021, also in stable kernels): a shrink below
+//       grow_start goes to 0.
 //  V6_2 "KVM: Obey kvm.halt_poll_ns in VMs not using KVM_CAP_HALT_POLL"
 //       (David Matlack, 2022): the cap moved from grow to the start of
-//       kvm_vcpu_halt(); a grow with halt_poll_ns_grow = 0 still emits the
-//       tracepoint (old -> old). This is the rule of ~v6.6, the trace's era.
-enum class HaltPollRule : std::uint8_t { V4_0, V4_3, V4_7, V5_2, V6_2 };
+//       kvm_vcpu_halt(). This is the rule of ~v6.6, the trace's era.
+// Since V5_2 a grow with halt_poll_ns_grow = 0 leaves the window unchanged
+// but still emits the tracepoint (old -> old).
+enum class HaltPollRule : std::uint8_t { V4_0, V4_3, V4_7, V5_2, V5_15, V6_2 };
 
 struct HaltPollParams {
   std::uint32_t max_ns = 0;  // halt_poll_ns (the maximum); 0 = no polling

@@ -157,11 +157,20 @@ TEST_CASE("halt_poll_ns: era differences of the rule on the same wake pattern", 
   const auto pattern = derive_pattern(t, 200000);
   HaltPollParams p = v66();
 
-  SECTION("v5.2 (grow_start, 0 below it, cap in grow) gives the same trace here") {
-    p.rule = HaltPollRule::V5_2;
+  SECTION("v5.15 (no shrink below grow_start, cap in grow) gives the same trace here") {
+    p.rule = HaltPollRule::V5_15;
     const auto got = replay(p, pattern);
     REQUIRE(got.size() == 12);
     CHECK(got.back().new_ns == 0);
+  }
+  SECTION("v5.2 (grow_start, but no floor on shrink yet) ends in 5000 as v4.3 does") {
+    // The floor came in 2021 (~v5.15): the trace's last line, 0 (shrink
+    // 10000), dates it to v5.15+ or a stable kernel with that backport.
+    p.rule = HaltPollRule::V5_2;
+    const auto got = replay(p, pattern);
+    REQUIRE(got.size() == 12);
+    CHECK(got.back().old_ns == 10000);
+    CHECK(got.back().new_ns == 5000);
   }
   SECTION("v4.3: the last shrink leaves 5000 (no floor at grow_start), as the trace does not") {
     p.rule = HaltPollRule::V4_3;
@@ -215,6 +224,18 @@ TEST_CASE("halt_poll_ns: era differences of the rule on the same wake pattern", 
     u = halt_poll_update(p, w, 1000, false);
     CHECK(u.kind == HaltPollUpdate::Kind::Keep);
     CHECK(w == 40000);
+  }
+  SECTION("v4.7 tests an invalid wake-up only after the keep test, v4.3 keeps the window at max 0") {
+    p.rule = HaltPollRule::V4_7;
+    std::uint32_t w = 40000;
+    CHECK(halt_poll_update(p, w, 1000, false).kind == HaltPollUpdate::Kind::Keep);
+    CHECK(w == 40000);
+    CHECK(halt_poll_update(p, w, 60000, false).kind == HaltPollUpdate::Kind::Shrink);
+    p.rule = HaltPollRule::V4_3;
+    p.max_ns = 0;
+    w = 40000;
+    CHECK(halt_poll_update(p, w, 1000).kind == HaltPollUpdate::Kind::Keep);
+    CHECK(w == 40000);  // aca6ff29 has no "no maximum: 0" branch
   }
   SECTION("halt_poll_ns = 0 zeroes the window without a trace line") {
     p.max_ns = 0;

@@ -33,12 +33,11 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"kvm.halt_poll_ns_shrink", ParamType::Int, "0", "divisor", 0, 1000, {},
              "kvm.halt_poll_ns_shrink: divisor of the window when a halt outlasted the maximum; "
              "0 = reset to 0 (the historic default; recent kernels use 2)."});
-  r.declare({"kvm.halt_poll_rule", ParamType::String, "v6.2", "", {}, {}, {"v4.0", "v4.3", "v4.7", "v5.2", "v6.2"},
+  r.declare({"kvm.halt_poll_rule", ParamType::String, "v6.2", "", {}, {}, {"v4.0", "v4.3", "v4.7", "v5.2", "v5.15", "v6.2"},
              "Era of kvm_vcpu_halt()'s window rule (sim/vmx/halt_poll.h), by the first kernel that "
              "had it: v4.0 a fixed window (every halt polls halt_poll_ns); v4.3 first grow 10000 ns, no floor, no cap; v4.7 grow capped at "
-             "halt_poll_ns, invalid wake-ups shrink; v5.2 grow_start and 0 below it; v6.2 the cap "
-             "at the start of each halt (the rule of v6.6). Not a kernel-version switch: only the "
-             "rule."});
+             "halt_poll_ns, invalid wake-ups shrink; v5.2 grow_start as the first step; v5.15 a shrink below grow_start gives 0; v6.2 the cap "
+             "at the start of each halt (the rule of v6.6). A version switch: host.kernel sets it."});
   r.declare({"kvm.poll_control", ParamType::Bool, "true", "bool", {}, {}, {},
              "KVM_FEATURE_POLL_CONTROL (v5.3+) offered to the guest: a guest with "
              "cpuidle-haltpoll (guest.haltpoll_ns) then turns host halt polling off through "
@@ -157,6 +156,13 @@ void declare_vmx_eras(ParamRegistry& r) {
               {"4.3", "200000",
                "dynamic halt polling (v4.3, 2015); x86 KVM_HALT_POLL_NS_DEFAULT 200000 (the "
                "earlier x86 500000/400000 are not tabled)"}});
+  r.set_eras("kvm.halt_poll_rule", "host.kernel",
+             {{"4.0", "v4.0", "halt_poll_ns: a fixed poll before every block (2015)"},
+              {"4.3", "v4.3", "aca6ff29c406: dynamic halt polling, per-vCPU window"},
+              {"4.7", "v4.7", "3491caf2755e: invalid wake-ups qualify; grow capped"},
+              {"5.2", "v5.2", "halt_poll_ns_grow_start (Nir Weiner, 2019)"},
+              {"5.15", "v5.15", "no shrink below grow_start (Sergey Senozhatsky, 2021)"},
+              {"6.2", "v6.2", "the cap at the start of kvm_vcpu_halt() (David Matlack, 2022)"}});
   r.set_eras("kvm.halt_poll_ns_shrink", "host.kernel",
              {{"4.3", "0", "a halt that outlasted the maximum resets the window"},
               {"6.11", "2", "v6.11 (KVM generic 6.11): halt-poll shrinking on by default"}});

@@ -72,8 +72,9 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
     hp.rule = rule == "v4.0"   ? HaltPollRule::V4_0
               : rule == "v4.3" ? HaltPollRule::V4_3
               : rule == "v4.7" ? HaltPollRule::V4_7
-              : rule == "v5.2" ? HaltPollRule::V5_2
-                               : HaltPollRule::V6_2;
+              : rule == "v5.2"  ? HaltPollRule::V5_2
+              : rule == "v5.15" ? HaltPollRule::V5_15
+                                : HaltPollRule::V6_2;
   }
   LapicConfig& l = c.lapic;
   l.hv_timer_available = p.b("kvm.enable_hv_timer") &&
