@@ -29,8 +29,8 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
        6111432612205678},
-      {"scenarios/tscdeadline_latency.yaml", 6295063559990634},
-      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 7345625827981462},
+      {"scenarios/tscdeadline_latency.yaml", 8045907512671039},
+      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 3931286631367598},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
        "kvm.exit_fastpath=true",
