@@ -118,6 +118,14 @@ class IpiPingPong : public Workload {
     m["ipi_pingpong.max_us"] = stats_.max_ns / 1000;
     report_guest_smp(guests_, m);
   }
+  // lmbench lat_pipe prints the round trip as "Pipe latency: X microseconds".
+  [[nodiscard]] std::string headline(const Metrics& m) const override {
+    return fmt::format(
+        "ipi_pingpong: {:.0f} round trips  min {:.3f}  avg {:.3f}  max {:.3f} us\n"
+        "  Pipe latency: {:.4f} microseconds  (as lmbench lat_pipe prints the round trip)\n",
+        m.at("ipi_pingpong.round_trips"), m.at("ipi_pingpong.min_us"), m.at("ipi_pingpong.avg_us"),
+        m.at("ipi_pingpong.max_us"), m.at("ipi_pingpong.avg_us"));
+  }
 
  private:
   std::uint64_t rounds_;
@@ -133,7 +141,6 @@ KVMSIM_REGISTER_WORKLOAD(
     ipi_pingpong,
     "two guest tasks on vCPUs 0 and 1 of VM 0 passing a token by cross-vCPU wake-ups "
     "(reschedule IPIs; TCP_RR / pipe ping-pong); ipi_pingpong.rounds round trips",
-    declare_ipi_pingpong_params,
-    [](const ParamSet& p) { return std::make_unique<IpiPingPong>(p); })
+    declare_ipi_pingpong_params, [](const ParamSet& p) { return std::make_unique<IpiPingPong>(p); })
 
 }  // namespace kvmsim

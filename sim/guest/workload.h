@@ -38,6 +38,9 @@ class Workload : public MetricSource {
   // there is complete (RunResult::completed); other workloads call sys.stop().
   [[nodiscard]] virtual bool open_ended() const { return false; }
   void report(Metrics& /*m*/, const TscClock& /*clk*/) const override {}
+  // The run summary's lines for this workload's own numbers, from the
+  // metrics it reported (as the tool it models prints them); "" = none.
+  [[nodiscard]] virtual std::string headline(const Metrics& /*m*/) const { return {}; }
 };
 
 struct WorkloadInfo {

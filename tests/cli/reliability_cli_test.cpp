@@ -356,3 +356,61 @@ TEST_CASE("an armed TSC deadline is delivered once, whichever back end held it",
   CHECK(
       has(r, "in CPU 0/KVM: LAPIC timer interrupt delivered for a TSC deadline already consumed"));
 }
+
+TEST_CASE("run prints each workload's own numbers, not only summary.json", "[cli][reliability]") {
+  auto r = run_cli("run scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=500");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(R"(ipi_pingpong: 500 round trips  min \d+\.\d+  avg \d+\.\d+  max \d+\.\d+ us)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(Pipe latency: \d+\.\d{4} microseconds)")));
+  r = run_cli(
+      "run scenarios/vmexit_ipi.yaml --set workload.type=smp_call --set smp_call.calls=300");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(smp_call: 300 calls to 1 target \(wait on\)  avg \d+\.\d+ us per call  functions run 300  early returns 0)")));
+  r = run_cli("run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(overcommit: 8 CPU-bound vCPUs  run \d+\.\d+ s  steal \d+\.\d+ s  \(%st \d+\.\d\))")));
+}
+
+TEST_CASE("a progress line for every workload on a terminal, none when piped",
+          "[cli][reliability]") {
+  // script(1) gives the run a terminal; stdout goes to /dev/null, the
+  // progress line (stderr) reaches script's output.
+  const struct {
+    const char* args;
+    const char* line;
+  } runs[] = {
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=300",
+       "[kvmsim] cyclictest 300/300 samples (100%)"},
+      {"scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300",
+       "[kvmsim] tscdeadline_latency 300/300 samples"},
+      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", "[kvmsim] vmexit "},
+      {"scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=30000", "[kvmsim] ipi_pingpong "},
+      {"scenarios/vmexit_ipi.yaml --set workload.type=smp_call --set smp_call.calls=30000",
+       "[kvmsim] smp_call "},
+      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1", "[kvmsim] overcommit "},
+      {"scenarios/cyclictest_pinned.yaml --set workload.type=busy --set sim.max_simulated_s=20",
+       "[kvmsim] busy "},
+  };
+  for (const auto& run : runs) {
+    const auto r = run_cli_raw(std::string("script -qec '") + KVMSIM_BINARY + " run " + run.args +
+                               " >/dev/null' /dev/null");
+    INFO(run.args << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r, run.line));
+  }
+  // Not a terminal: no progress line.
+  const auto r = run_cli("run scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=30000 -q");
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(has(r, "[kvmsim]"));
+}
