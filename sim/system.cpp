@@ -151,6 +151,20 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     config_error(fmt::format("{}: key 'workload.type': no workload '{}' is registered",
                              p.origin("workload.type"), type));
   workload_ = info->make(p);
+  // The pace warning (run_guard.h): samples, simulated time of an open-ended
+  // workload, or the workload's own count.
+  {
+    const Workload* w = workload_.get();
+    const RunGuard* g = &guard_;
+    const double total = static_cast<double>(w->progress_total());
+    const double limit = p.d("sim.max_simulated_s");
+    const TscClock clk = ctx_.clock;
+    guard_.set_pace_probe(type, [w, g, total, limit, clk] {
+      if (total > 0) return static_cast<double>(g->latency_samples()) / total;
+      if (w->open_ended()) return clk.to_s(static_cast<double>(now_tsc())) / limit;
+      return w->done_fraction();
+    });
+  }
   if (opts.progress && isatty(STDERR_FILENO)) {
     auto prog =
         std::make_unique<Progress>(type, workload_->progress_total(), ctx_.clock,

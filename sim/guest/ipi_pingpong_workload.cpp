@@ -119,6 +119,9 @@ class IpiPingPong : public Workload {
     report_guest_smp(guests_, m);
   }
   // lmbench lat_pipe prints the round trip as "Pipe latency: X microseconds".
+  [[nodiscard]] double done_fraction() const override {
+    return static_cast<double>(stats_.rounds) / static_cast<double>(rounds_);
+  }
   [[nodiscard]] std::string headline(const Metrics& m) const override {
     return fmt::format(
         "ipi_pingpong: {:.0f} round trips  min {:.3f}  avg {:.3f}  max {:.3f} us\n"

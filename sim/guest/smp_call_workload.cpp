@@ -146,6 +146,9 @@ class SmpCallWorkload : public Workload {
   }
   // No published tool: a test module would print its loop count and the
   // mean time per call.
+  [[nodiscard]] double done_fraction() const override {
+    return static_cast<double>(stats_.calls) / static_cast<double>(calls_);
+  }
   [[nodiscard]] std::string headline(const Metrics& m) const override {
     return fmt::format(
         "smp_call: {:.0f} calls to {:.0f} target{} (wait {})  avg {:.3f} us per call  "

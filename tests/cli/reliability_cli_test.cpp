@@ -414,3 +414,19 @@ TEST_CASE("a progress line for every workload on a terminal, none when piped",
   CHECK(r.exit_code == 0);
   CHECK_FALSE(has(r, "[kvmsim]"));
 }
+
+TEST_CASE("a run that would take more than ten minutes says so, with the estimate",
+          "[cli][reliability]") {
+  // 1e9 cyclictest loops (inside the declared range): about half an hour.
+  // The estimate comes after 5 s of wall time; SIGINT then stops the run.
+  const auto r = run_cli_raw(std::string("timeout --preserve-status -s INT 9 ") + KVMSIM_BINARY +
+                             " run scenarios/cyclictest_pinned.yaml -q "
+                             "--set cyclictest.loops=1000000000 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 130);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(warning: cyclictest is \d+\.\d+% done after \d+ s: at this pace the run takes about \d+ minutes in all)")));
+  CHECK(has(r, "interrupted by SIGINT"));
+}
