@@ -430,3 +430,28 @@ TEST_CASE("a run that would take more than ten minutes says so, with the estimat
           R"(warning: cyclictest is \d+\.\d+% done after \d+ s: at this pace the run takes about \d+ minutes in all)")));
   CHECK(has(r, "interrupted by SIGINT"));
 }
+
+TEST_CASE("a VCD stops at its size cap as a complete file, with a warning",
+          "[cli][reliability][views]") {
+  // 100 ms sampled every 10 ns is about 300 MB (a 10-minute run once wrote
+  // 36 GB); the file ends at 64 MiB, where the cap was reached.
+  const auto d = out_dir("rel-vcd-cap");
+  const auto r = run_cli(
+      "run scenarios/tscdeadline_latency.yaml -q --set tscdeadline_latency.size=100000 "
+      "--vcd-limit-ms 100 --vcd-sample-ns 10 --vcd " +
+      (d / "w.vcd").string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(warning: --vcd: the file reached its size cap of 64 MiB at \d+\.\d+ ms simulated)")));
+  const auto size = fs::file_size(d / "w.vcd");
+  CHECK(size >= (64u << 20));
+  CHECK(size < (65u << 20));
+  const std::string vcd = read_text(d / "w.vcd");
+  CHECK(vcd.find("$enddefinitions") != std::string::npos);
+  CHECK(vcd.back() == '\n');
+  CHECK(vcd.find(".systemc") == std::string::npos);
+  CHECK(files_in(d) == 1);  // SystemC's own file is gone
+}
