@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -151,18 +152,20 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     config_error(fmt::format("{}: key 'workload.type': no workload '{}' is registered",
                              p.origin("workload.type"), type));
   workload_ = info->make(p);
-  // The pace warning (run_guard.h): samples, simulated time of an open-ended
-  // workload, or the workload's own count.
+  // The pace warning (run_guard.h): samples, the workload's own count, or
+  // simulated time.
   {
     const Workload* w = workload_.get();
     const RunGuard* g = &guard_;
     const double total = static_cast<double>(w->progress_total());
     const double limit = p.d("sim.max_simulated_s");
     const TscClock clk = ctx_.clock;
+    // The run ends with the workload or at sim.max_simulated_s, whichever
+    // comes first.
     guard_.set_pace_probe(type, [w, g, total, limit, clk] {
-      if (total > 0) return static_cast<double>(g->latency_samples()) / total;
-      if (w->open_ended()) return clk.to_s(static_cast<double>(now_tsc())) / limit;
-      return w->done_fraction();
+      const double by_time = clk.to_s(static_cast<double>(now_tsc())) / limit;
+      if (total > 0) return std::max(by_time, static_cast<double>(g->latency_samples()) / total);
+      return std::max(by_time, w->done_fraction());
     });
   }
   if (opts.progress && isatty(STDERR_FILENO)) {

@@ -419,9 +419,10 @@ TEST_CASE("a run that would take more than ten minutes says so, with the estimat
           "[cli][reliability]") {
   // 1e9 cyclictest loops (inside the declared range): about half an hour.
   // The estimate comes after 5 s of wall time; SIGINT then stops the run.
-  const auto r = run_cli_raw(std::string("timeout --preserve-status -s INT 9 ") + KVMSIM_BINARY +
-                             " run scenarios/cyclictest_pinned.yaml -q "
-                             "--set cyclictest.loops=1000000000 2>&1");
+  const auto r =
+      run_cli_raw(std::string("timeout --preserve-status -s INT 9 ") + KVMSIM_BINARY +
+                  " run scenarios/cyclictest_pinned.yaml -q "
+                  "--set cyclictest.loops=1000000000 --set sim.max_simulated_s=1000000 2>&1");
   INFO(r.output);
   CHECK(r.exit_code == 130);
   CHECK(std::regex_search(
@@ -454,4 +455,68 @@ TEST_CASE("a VCD stops at its size cap as a complete file, with a warning",
   CHECK(vcd.back() == '\n');
   CHECK(vcd.find(".systemc") == std::string::npos);
   CHECK(files_in(d) == 1);  // SystemC's own file is gone
+}
+
+TEST_CASE("every command's stdout to a full disk is an error, not exit 0", "[cli][reliability]") {
+  const auto d = out_dir("rel-stdout-full");
+  write_file(d / "h.txt", kHistogram);
+  const std::string h = (d / "h.txt").string();
+  for (const std::string& c :
+       {"compare " + h + " " + h, "compare --json " + h + " " + h, std::string("params"),
+        std::string("params --markdown"), "explain " + kShortT1, std::string("--version"),
+        std::string("--help"),
+        std::string("trace-stats tests/data/traces/") +
+            "ftrace_kvm_events_modern-format_nested-boot_krause-2023.txt",
+        "run " + kShortT1}) {
+    const auto r = run_cli_raw(std::string(KVMSIM_BINARY) + " " + c + " 2>&1 >/dev/full");
+    INFO(c << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(has(r, "kvmsim: error: stdout: write failed"));
+  }
+}
+
+TEST_CASE("readers refuse devices, empty input and an empty --seed", "[cli][reliability]") {
+  const auto d = out_dir("rel-devices");
+  write_file(d / "h.txt", kHistogram);
+  write_file(d / "empty.txt", "");
+  // /dev/zero: was an endless read (the whole device into memory).
+  auto r = run_cli("compare " + (d / "h.txt").string() + " /dev/zero");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "/dev/zero: binary data (a NUL byte)"));
+  // An empty trace (or /dev/null): was exit 0 with "0 events".
+  for (const std::string& f : {(d / "empty.txt").string(), std::string("/dev/null")}) {
+    r = run_cli("trace-stats " + f);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r, "no trace event: the input is empty"));
+  }
+  // --seed '': was the default seed, silently.
+  r = run_cli("run " + kShortT1 + " -q --seed ''");
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "--seed : must be a whole number"));
+  CHECK(run_cli("explain " + kShortT1 + " --seed ''").exit_code == 2);
+}
+
+TEST_CASE("compare takes a histogram of exactly 100000 buckets, the largest -h",
+          "[cli][reliability]") {
+  // kvmsim's own largest histogram (cyclictest.histogram_us = 100000: rows
+  // 0..99999) is read and compared; a row 100000 is one too many.
+  const auto d = out_dir("rel-100k");
+  auto r = run_cli("run " + kShortT1 + " -q --set cyclictest.histogram_us=100000 --out " +
+                   (d / "run").string());
+  REQUIRE(r.exit_code == 0);
+  const std::string h = (d / "run" / "histogram.txt").string();
+  r = run_cli("compare " + h + " " + h);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r, "(1 thread, 100000 buckets)"));
+  std::string text = read_text(d / "run" / "histogram.txt");
+  const auto at = text.find("099999 ");
+  REQUIRE(at != std::string::npos);
+  text.insert(text.find('\n', at) + 1, "100000 000000\n");
+  write_file(d / "over.txt", text);
+  r = run_cli("compare " + (d / "over.txt").string() + " " + h);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "bucket index 100000 is not below 100000"));
 }

@@ -40,6 +40,7 @@ namespace {
 
 struct RunArgs {
   std::string scenario, out, trace, seed;
+  CLI::Option* seed_opt = nullptr;
   std::vector<std::string> sets;
   bool quiet = false;
   bool allow_partial = false;
@@ -143,7 +144,7 @@ struct Outputs {
 
 int run(RunArgs& a) {
   std::vector<std::string> overrides = a.sets;
-  if (!a.seed.empty()) overrides.push_back(seed_override(a.seed));
+  if (a.seed_opt->count()) overrides.push_back(seed_override(a.seed));  // '' is refused
   const auto params = load_scenario(model_params(), a.scenario, overrides);
 
   // Every output path is checked (and its temporary created) before the run.
@@ -224,8 +225,9 @@ Command add_run_command(CLI::App& app) {
   auto* run_cmd = app.add_subcommand("run", "Run a scenario");
   run_cmd->add_option("scenario", a->scenario, "Scenario YAML file")->required();
   run_cmd->add_option("--set", a->sets, "Override a parameter: key=value (repeatable)");
-  run_cmd->add_option("--seed", a->seed, "Run seed (same scenario + seed = same outputs)")
-      ->type_name("N");
+  a->seed_opt =
+      run_cmd->add_option("--seed", a->seed, "Run seed (same scenario + seed = same outputs)")
+          ->type_name("N");
   a->out_opt = run_cmd->add_option("--out", a->out, "Write summary.json and histogram.txt here")
                    ->type_name("DIR");
   a->trace_opt = run_cmd->add_option(
