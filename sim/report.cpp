@@ -1,7 +1,7 @@
 #include "sim/report.h"
 
-#include <nlohmann/json.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,8 @@ std::string exit_table(const RunResult& r) {
                               "Samples", "Samples%", "Time%", "Min Time", "Max Time", "Avg time");
   for (const auto& e : r.exits) {
     s += fmt::format("{:>20} {:>10} {:>8.2f}% {:>8.2f}% {:>9.2f}us {:>9.2f}us {:>9.2f}us\n",
-                     e.reason, e.count, 100.0 * static_cast<double>(e.count) / static_cast<double>(total),
+                     e.reason, e.count,
+                     100.0 * static_cast<double>(e.count) / static_cast<double>(total),
                      total_ns > 0 ? 100.0 * e.total_ns / total_ns : 0.0, e.min_ns / 1e3,
                      e.max_ns / 1e3, e.total_ns / static_cast<double>(e.count) / 1e3);
   }
@@ -45,9 +46,9 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
     auto it = m.find(k);
     return it == m.end() ? 0.0 : it->second;
   };
-  std::string s = fmt::format("kvmsim: {} on {} (hv timer {}, seed {})\n", scenario,
-                              p.s("platform.name"), p.b("kvm.enable_hv_timer") ? "on" : "off",
-                              p.i("sim.seed"));
+  std::string s =
+      fmt::format("kvmsim: {} on {} (hv timer {}, seed {})\n", scenario, p.s("platform.name"),
+                  p.b("kvm.enable_hv_timer") ? "on" : "off", p.i("sim.seed"));
   s += fmt::format("  simulated {:.3f} s in {:.2f} s wall, {:.0f} events ({:.1f} M events/s)\n",
                    get("sim.simulated_s"), get("sim.wall_s"), get("sim.events"),
                    get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
@@ -94,10 +95,11 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
   }
   if (r.metrics.count("tscdeadline_latency.samples")) {
     // kvm-unit-tests x86/tscdeadline_latency's own numbers (guest TSC cycles).
-    s += fmt::format("\ntscdeadline_latency: {:.0f} samples  min {:.0f}  avg {:.0f}  max {:.0f} "
-                     "cycles (guest TSC)\n",
-                     get("tscdeadline_latency.samples"), get("tscdeadline_latency.min_cycles"),
-                     get("tscdeadline_latency.avg_cycles"), get("tscdeadline_latency.max_cycles"));
+    s += fmt::format(
+        "\ntscdeadline_latency: {:.0f} samples  min {:.0f}  avg {:.0f}  max {:.0f} "
+        "cycles (guest TSC)\n",
+        get("tscdeadline_latency.samples"), get("tscdeadline_latency.min_cycles"),
+        get("tscdeadline_latency.avg_cycles"), get("tscdeadline_latency.max_cycles"));
   }
   bool vmexit_header = false;
   for (const auto& [k, v] : m) {
@@ -112,6 +114,7 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
     s += fmt::format("  {} {:.0f}  ({:.0f} iterations)\n", name, v,
                      get("vmexit." + name + ".iterations"));
   }
+  if (!r.headline.empty()) s += "\n" + r.headline;
   if (!r.breakdown.empty()) {
     s += "\nwhere the latency goes (mean per wake-up, from the timer deadline):\n";
     for (const auto& st : r.breakdown)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,21 +79,47 @@ Placement vcpu_placement(const ParamSet& p, const Topology& topo, int nvcpus) {
 }  // namespace
 
 // Prints "cyclictest 123000/600000 samples" on a terminal now and then.
+// The progress line on a terminal, for every workload: latency samples out
+// of those expected (cyclictest, tscdeadline_latency), else simulated time
+// (out of sim.max_simulated_s for a workload without an end of its own),
+// refreshed every 65536 segments.
 class System::Progress : public ModelObserver {
  public:
-  Progress(std::string what, std::uint64_t total)
-      : what_(std::move(what)), total_(total), step_(total / 100 ? total / 100 : 1) {}
+  Progress(std::string what, std::uint64_t total, TscClock clk, double end_s)
+      : what_(std::move(what)),
+        total_(total),
+        step_(total / 100 ? total / 100 : 1),
+        clk_(clk),
+        end_s_(end_s) {}
   void on_latency_sample(int, int, Tsc, Tsc, std::int64_t) override {
-    if (++n_ % step_ == 0 || n_ == total_)
+    if (!total_) return;
+    if (++n_ % step_ == 0 || n_ == total_) {
       std::fprintf(stderr, "\r[kvmsim] %s %llu/%llu samples (%3llu%%)", what_.c_str(),
                    static_cast<unsigned long long>(n_), static_cast<unsigned long long>(total_),
                    static_cast<unsigned long long>(n_ * 100 / total_));
+      shown_ = true;
+    }
   }
-  void finish() const { std::fprintf(stderr, "\n"); }
+  void on_segment(int, Stage, Tsc, Tsc end) override {
+    if (total_ || ++segments_ % 65536) return;
+    const double s = clk_.to_s(static_cast<double>(end));
+    if (end_s_ > 0)
+      std::fprintf(stderr, "\r[kvmsim] %s %.3f/%.3f s simulated (%3.0f%%)", what_.c_str(), s,
+                   end_s_, 100 * s / end_s_);
+    else
+      std::fprintf(stderr, "\r[kvmsim] %s %.3f s simulated", what_.c_str(), s);
+    shown_ = true;
+  }
+  void finish() const {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
 
  private:
   std::string what_;
-  std::uint64_t total_, step_, n_ = 0;
+  std::uint64_t total_, step_, n_ = 0, segments_ = 0;
+  TscClock clk_;
+  double end_s_;
+  bool shown_ = false;
 };
 
 struct System::Views {
@@ -125,8 +152,26 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     config_error(fmt::format("{}: key 'workload.type': no workload '{}' is registered",
                              p.origin("workload.type"), type));
   workload_ = info->make(p);
-  if (opts.progress && workload_->progress_total() && isatty(STDERR_FILENO)) {
-    auto prog = std::make_unique<Progress>(type, workload_->progress_total());
+  // The pace warning (run_guard.h): samples, the workload's own count, or
+  // simulated time.
+  {
+    const Workload* w = workload_.get();
+    const RunGuard* g = &guard_;
+    const double total = static_cast<double>(w->progress_total());
+    const double limit = p.d("sim.max_simulated_s");
+    const TscClock clk = ctx_.clock;
+    // The run ends with the workload or at sim.max_simulated_s, whichever
+    // comes first.
+    guard_.set_pace_probe(type, [w, g, total, limit, clk] {
+      const double by_time = clk.to_s(static_cast<double>(now_tsc())) / limit;
+      if (total > 0) return std::max(by_time, static_cast<double>(g->latency_samples()) / total);
+      return std::max(by_time, w->done_fraction());
+    });
+  }
+  if (opts.progress && isatty(STDERR_FILENO)) {
+    auto prog =
+        std::make_unique<Progress>(type, workload_->progress_total(), ctx_.clock,
+                                   workload_->open_ended() ? p.d("sim.max_simulated_s") : 0.0);
     progress_ = prog.get();
     ctx_.obs.add(prog.get());
     owned_observers_.push_back(std::move(prog));
@@ -279,6 +324,7 @@ RunResult System::run() {
     throw std::runtime_error(msg);
   }
   if (const auto* h = workload_->histogram()) r.histogram = *h;
+  r.headline = workload_->headline(mt);
 
   views_->trace.reset();  // flush and close the trace file
   if (views_->perfetto) views_->perfetto->finish(end);

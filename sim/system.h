@@ -40,6 +40,7 @@ struct RunResult {
   std::optional<LatencyHistogram> histogram;
   std::vector<ExitRow> exits;       // by count, descending
   std::vector<StageRow> breakdown;  // where the latency went
+  std::string headline;             // the workload's own summary lines (Workload::headline)
   double simulated_s = 0;
   bool completed = false;  // the workload finished (false: sim.max_simulated_s ended the run)
 };

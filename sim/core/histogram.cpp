@@ -1,7 +1,6 @@
 #include "sim/core/histogram.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -9,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -37,10 +37,10 @@ void LatencyHistogram::add_n(std::int64_t us, std::uint64_t n) {
   sum_us_ += static_cast<s128>(us) * static_cast<s128>(n);
   if (us >= static_cast<std::int64_t>(buckets())) {
     overflows_ += n;
-    outside_us_.insert(outside_us_.end(), n, us);
+    outside_us_[us] += n;
   } else {
     counts_[us < 0 ? 0 : us] += n;
-    if (us < 0) outside_us_.insert(outside_us_.end(), n, us);
+    if (us < 0) outside_us_[us] += n;
   }
 }
 
@@ -56,18 +56,23 @@ double LatencyHistogram::percentile_us(double p) const {
   auto rank = static_cast<std::uint64_t>(std::max(1.0, std::ceil(p * n / 100)));
   // Sorted sample order: negative samples (counted in bucket 0), bucket 0's
   // real zeros, buckets 1.., overflow samples.
-  std::vector<std::int64_t> outside = outside_us_;
-  std::sort(outside.begin(), outside.end());
-  const auto negatives = static_cast<std::uint64_t>(
-      std::lower_bound(outside.begin(), outside.end(), 0) - outside.begin());
-  if (rank <= negatives) return static_cast<double>(outside[rank - 1]);
-  rank -= negatives;
+  std::uint64_t negatives = 0;
+  for (const auto& [us, c] : outside_us_) {
+    if (us >= 0) break;
+    if (rank <= c) return static_cast<double>(us);
+    rank -= c;
+    negatives += c;
+  }
   for (std::size_t b = 0; b < buckets(); ++b) {
     const std::uint64_t c = counts_[b] - (b == 0 ? negatives : 0);
     if (rank <= c) return static_cast<double>(b);
     rank -= c;
   }
-  return static_cast<double>(outside[negatives + rank - 1]);
+  for (auto it = outside_us_.lower_bound(0); it != outside_us_.end(); ++it) {
+    if (rank <= it->second) return static_cast<double>(it->first);
+    rank -= it->second;
+  }
+  return static_cast<double>(max_us_);  // not reached: ranks stop at samples_
 }
 
 std::string LatencyHistogram::to_cyclictest_text() const {
@@ -103,7 +108,7 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
   for (std::size_t b = 0; b < buckets(); ++b) counts_[b] += other.counts_[b];
   overflow_cycles_.insert(overflow_cycles_.end(), other.overflow_cycles_.begin(),
                           other.overflow_cycles_.end());
-  outside_us_.insert(outside_us_.end(), other.outside_us_.begin(), other.outside_us_.end());
+  for (const auto& [us, c] : other.outside_us_) outside_us_[us] += c;
 }
 
 // ------------------------------------------------------------------- reader
@@ -195,8 +200,9 @@ class CyclictestParser {
     if (!rows_.empty() && !footer_started_) {
       ++line_no_;
       line_.clear();
-      fail("no summary line ('# Total:', '# Min Latencies:', ...) after the histogram rows: "
-           "the file was cut");
+      fail(
+          "no summary line ('# Total:', '# Min Latencies:', ...) after the histogram rows: "
+          "the file was cut");
     }
     return finish();
   }
@@ -216,7 +222,8 @@ class CyclictestParser {
     for (std::string_view f : split_fields(rest)) {
       const auto v = to_number<T>(f);
       if (!v) fail(fmt::format("bad number '{}'", f));
-      if (*v > static_cast<T>(kMaxCount) || (std::is_signed_v<T> && *v < -static_cast<T>(kMaxCount)))
+      if (*v > static_cast<T>(kMaxCount) ||
+          (std::is_signed_v<T> && *v < -static_cast<T>(kMaxCount)))
         fail(fmt::format("value {} is outside +-{}", *v, kMaxCount));
       out.v.push_back(*v);
     }

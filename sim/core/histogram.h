@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,7 +63,9 @@ class LatencyHistogram {
 
   std::vector<std::uint64_t> counts_;
   std::vector<std::uint64_t> overflow_cycles_;
-  std::vector<std::int64_t> outside_us_;  // exact values of samples < 0 or >= buckets
+  // Exact values of the samples < 0 or >= buckets, value -> count (a read
+  // file may say 1e15 overflows: one entry per value, not per sample).
+  std::map<std::int64_t, std::uint64_t> outside_us_;
   std::uint64_t samples_ = 0;
   std::uint64_t overflows_ = 0;
   s128 sum_us_ = 0;  // 128 bits: count x latency products of a read file cannot overflow

@@ -1,6 +1,7 @@
 #include "sim/core/invariants.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,14 @@ void invariant_failed(const std::string& component, const std::string& what) {
 }
 
 const std::string& invariant_violation() { return first_violation(); }
+
+bool fault_injected(const char* fault) {
+  static const std::string env = [] {
+    const char* e = std::getenv("KVMSIM_FAULT");
+    return std::string(e ? e : "");
+  }();
+  return !env.empty() && env == fault;
+}
 
 void InvariantObserver::segment_out_of_order(int pcpu, Stage stage, Tsc begin, Tsc end) const {
   invariant_failed(

@@ -11,6 +11,10 @@
 //     exits and entries alternate;
 //   - every latency sample is for a deadline that was armed on that vCPU and
 //     is delivered once.
+// KvmLapic checks that an acknowledged vector is ended once (no EOI finds the
+// ISR empty) and that an armed deadline is delivered once, held by one back
+// end (hrtimer or preemption timer) at a time; Vcpu that the preemption-timer
+// value fits in 32 bits.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,10 @@ class InvariantError : public std::runtime_error {
 void invariant_failed(const std::string& component, const std::string& what);
 // The first violation of this process, "" when none.
 const std::string& invariant_violation();
+// Fault injection for the tests that make an invariant fire through the real
+// model: true when the environment variable KVMSIM_FAULT names `fault`
+// (read once per process). Model code asks once, at construction.
+bool fault_injected(const char* fault);
 
 class InvariantObserver final : public ModelObserver {
  public:

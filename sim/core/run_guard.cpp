@@ -1,5 +1,10 @@
 #include "sim/core/run_guard.h"
 
+#include <chrono>
+#include <cstdio>
+
+#include <unistd.h>
+
 #include <systemc>
 
 namespace kvmsim {
@@ -10,6 +15,29 @@ void RunGuard::stop() {
   if (stopped_) return;
   stopped_ = true;
   sc_core::sc_stop();
+}
+
+// Wall-clock pace, checked every 2^18 segments (a few times per wall second).
+void RunGuard::check_pace() {
+  if (pace_warned_) return;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (wall0_ < 0) {
+    wall0_ = wall;  // the first check: the clock starts (elaboration excluded)
+    return;
+  }
+  const double elapsed = wall - wall0_;
+  if (elapsed < 5) return;
+  const double done = pace_();
+  if (!(done > 0) || done >= 1) return;
+  const double total = elapsed / done;
+  if (total <= 600) return;
+  pace_warned_ = true;
+  if (isatty(STDERR_FILENO)) std::fputc('\n', stderr);  // after a progress line
+  std::fprintf(stderr,
+               "kvmsim: warning: %s is %.2f%% done after %.0f s: at this pace the run takes "
+               "about %.0f minutes in all (SIGINT stops it; --allow-partial keeps what ran)\n",
+               pace_what_.c_str(), 100 * done, elapsed, total / 60);
 }
 
 }  // namespace kvmsim

@@ -7,6 +7,8 @@
 
 #include <csignal>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "sim/core/fingerprint.h"
 #include "sim/core/invariants.h"
@@ -26,6 +28,7 @@ class RunGuard final : public ModelObserver {
     fp_.on_segment(pcpu, s, b, e);
     inv_.on_segment(pcpu, s, b, e);
     if (stop_requested()) stop();
+    if (!(++segments_ & kPaceStride) && pace_) check_pace();
   }
   void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) override {
     fp_.on_vmexit(v, pcpu, r, t);
@@ -42,6 +45,7 @@ class RunGuard final : public ModelObserver {
   void on_latency_sample(int v, int pcpu, Tsc d, Tsc t, std::int64_t ns) override {
     fp_.on_latency_sample(v, pcpu, d, t, ns);
     inv_.on_latency_sample(v, pcpu, d, t, ns);
+    ++samples_;
   }
   void on_vcpu_block(int v, int pcpu, Tsc t) override { fp_.on_vcpu_block(v, pcpu, t); }
   void on_vcpu_wakeup(int v, bool waited, std::int64_t ns, Tsc t) override {
@@ -59,9 +63,26 @@ class RunGuard final : public ModelObserver {
   }
 
   [[nodiscard]] std::uint64_t fingerprint() const { return fp_.value(); }
+  [[nodiscard]] std::uint64_t latency_samples() const { return samples_; }
+
+  // The pace warning: `done` returns the share of the workload done so far
+  // (0..1, negative when unknown). After 5 s of wall time, if the run would
+  // take more than ten minutes at its pace so far, one warning on stderr
+  // with the estimate (`what` names the workload).
+  void set_pace_probe(std::string what, std::function<double()> done) {
+    pace_what_ = std::move(what);
+    pace_ = std::move(done);
+  }
 
  private:
+  static constexpr std::uint64_t kPaceStride = (1u << 18) - 1;  // segments between checks
   void stop();
+  void check_pace();
+  std::uint64_t segments_ = 0, samples_ = 0;
+  std::function<double()> pace_;
+  std::string pace_what_;
+  double wall0_ = -1;
+  bool pace_warned_ = false;
   FingerprintObserver fp_;
   InvariantObserver inv_;
   bool stopped_ = false;

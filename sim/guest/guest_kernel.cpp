@@ -443,8 +443,7 @@ GuestStep GuestKernel::irq_step(Tsc now) {
   // ack_APIC_irq(): the model does not trap this guest's EOI write (as if
   // APICv virtualized it); then a vector that became pending meanwhile.
   vcpu_.lapic().virtual_eoi();
-  if (const int v = vcpu_.lapic().ack_interrupt(); v >= 0)
-    deliver_interrupt(static_cast<std::uint8_t>(v), now);
+  vcpu_.deliver_pending_interrupt(now);
   return step(now);
 }
 

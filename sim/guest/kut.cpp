@@ -54,8 +54,7 @@ void KutGuest::arm_deadline(std::uint64_t guest_deadline) {
 GuestStep KutGuest::iret(Tsc now) {
   in_isr_ = false;
   if (!eoi_exits()) vcpu_.lapic().virtual_eoi();
-  if (const int v = vcpu_.lapic().ack_interrupt(); v >= 0)
-    deliver_interrupt(static_cast<std::uint8_t>(v), now);
+  vcpu_.deliver_pending_interrupt(now);
   return GuestStep::run(Stage::GuestIrqExit, costs_.iret(rng_));
 }
 
@@ -104,20 +103,34 @@ GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {
       first_ = false;
       return GuestStep::run(Stage::Guest, costs_.isr(rng_));
     }
+    // Then apic_write(APIC_EOI, 0) once, after the re-arm if there is one
+    // (the last handler, which does not re-arm, wrote its EOI twice: at step
+    // 2 by falling through and again at step 3).
     case 2:
       if (rearm_) {
         exptime_ = isr_now_ + cfg_.delta;
         arm_deadline(exptime_);
         return GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, exptime_);
       }
-      [[fallthrough]];
+      return eoi_then_iret(now);
     case 3:
-      if (eoi_exits()) return GuestStep::wrmsr(MSR_X2APIC_EOI, 0);
-      [[fallthrough]];
+      if (rearm_) return eoi_then_iret(now);
+      [[fallthrough]];  // the EOI was step 2
     default:
-      if (!rearm_ && !finished_) done();
-      return iret(now);
+      return finish_handler(now);
   }
+}
+
+// The handler's EOI write (an exit without APICv); with APICv it is
+// virtualized in iret() and the handler returns at once.
+GuestStep TscdeadlineLatencyTest::eoi_then_iret(Tsc now) {
+  if (eoi_exits()) return GuestStep::wrmsr(MSR_X2APIC_EOI, 0);
+  return finish_handler(now);
+}
+
+GuestStep TscdeadlineLatencyTest::finish_handler(Tsc now) {
+  if (!rearm_ && !finished_) done();
+  return iret(now);
 }
 
 // --- x86/vmexit.c: tscdeadline_immed, tscdeadline --------------------------

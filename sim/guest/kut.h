@@ -94,6 +94,8 @@ class TscdeadlineLatencyTest : public KutGuest {
   GuestStep isr_step(int n, Tsc now) override;
 
  private:
+  GuestStep eoi_then_iret(Tsc now);
+  GuestStep finish_handler(Tsc now);
   TscdeadlineLatencyConfig cfg_;
   bool started_ = false;
   bool first_ = true;  // the first interrupt is not recorded

@@ -37,7 +37,13 @@ class Workload : public MetricSource {
   // No end of its own: runs until sim.max_simulated_s, and a run that gets
   // there is complete (RunResult::completed); other workloads call sys.stop().
   [[nodiscard]] virtual bool open_ended() const { return false; }
+  // The share of the work done so far (0..1) for workloads that count it
+  // another way than latency samples; negative = unknown (the pace warning).
+  [[nodiscard]] virtual double done_fraction() const { return -1; }
   void report(Metrics& /*m*/, const TscClock& /*clk*/) const override {}
+  // The run summary's lines for this workload's own numbers, from the
+  // metrics it reported (as the tool it models prints them); "" = none.
+  [[nodiscard]] virtual std::string headline(const Metrics& /*m*/) const { return {}; }
 };
 
 struct WorkloadInfo {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "sim/core/invariants.h"
 #include "sim/lapic/apic_map.h"
 #include "sim/vmx/vcpu.h"
 
@@ -13,6 +16,9 @@ KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
   // kvm_create_lapic(): -1 selects the adaptive advance, starting at 1000 ns.
   advance_adaptive_ = cfg_.timer_advance_ns < 0;
   timer_advance_ns_ = advance_adaptive_ ? LAPIC_TIMER_ADVANCE_NS_INIT : cfg_.timer_advance_ns;
+  // Deliberately broken sequences for the tests of the invariants below.
+  fault_ack_without_isr_ = fault_injected("ack_without_isr");
+  fault_timer_twice_ = fault_injected("timer_delivered_twice");
 }
 
 // vcpu->arch.virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
@@ -173,6 +179,9 @@ Tsc KvmLapic::fn(Pcpu& /*cpu*/, Tsc now) {
 // vcpu_run() injects a pending timer before the next vcpu_enter_guest().
 Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
   if (pending_) return 0;
+  // Invariant: one back end holds an armed deadline: the hrtimer firing while
+  // the preemption timer is loaded too would deliver it twice.
+  if (from_timer_fn && hv_timer_in_use_) two_back_ends("hrtimer", "preemption timer");
   expired_tscdeadline_ = tscdeadline_;
   // v5.8+: on the exit path (vCPU loaded) with APICv the vector goes in now.
   if (!from_timer_fn && cfg_.apicv && cfg_.expired_inject) return local_deliver_timer(now);
@@ -187,6 +196,12 @@ Tsc KvmLapic::apic_timer_expired(bool from_timer_fn, Tsc now) {
 // moves it to the vIRR), else the IRR. A TSC-deadline timer is one-shot,
 // so the deadline is consumed.
 Tsc KvmLapic::local_deliver_timer(Tsc now) {
+  // Invariant: an armed deadline is delivered once. The one-shot is consumed
+  // below; only a new WRMSR arms another (and clears pending).
+  if (!tscdeadline_)
+    invariant_failed(vcpu_.comm(),
+                     "LAPIC timer interrupt delivered for a TSC deadline already consumed "
+                     "(delivered twice)");
   vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
   if (cfg_.apicv)
     irq_.post(LOCAL_TIMER_VECTOR);
@@ -198,8 +213,40 @@ Tsc KvmLapic::local_deliver_timer(Tsc now) {
 }
 
 Tsc KvmLapic::eoi() {
-  irq_.eoi();
+  check_eoi(irq_.eoi());
   return costs_.eoi(vcpu_.rng());
+}
+
+void KvmLapic::two_back_ends(const char* fired, const char* other) const {
+  invariant_failed(vcpu_.comm(), fmt::format("TSC deadline {} expired from the {} while the {} "
+                                             "held it too (it would be delivered twice)",
+                                             tscdeadline_, fired, other));
+}
+
+void KvmLapic::virtual_eoi() { check_eoi(irq_.eoi()); }
+
+int KvmLapic::ack_interrupt() {
+  const int v = irq_.ack();
+  if (v == ApicIrqState::kNone) return v;
+  ++acks_;
+  if (fault_ack_without_isr_) irq_.eoi();  // the vector leaves the IRR but is not in service
+  return v;
+}
+
+// Invariant: an injected vector is acknowledged once and ended once. Every
+// EOI the guest writes ends a vector that kvm_get_apic_interrupt() moved to
+// the ISR; an EOI that finds the ISR empty means a vector reached the guest
+// without the acknowledge, or one acknowledge was ended twice.
+void KvmLapic::check_eoi(int vector) {
+  if (vector != ApicIrqState::kNone) {
+    ++eois_;
+    return;
+  }
+  invariant_failed(vcpu_.comm(),
+                   fmt::format("EOI with an empty ISR ({} vectors acknowledged, {} EOIs): a "
+                               "vector was delivered without kvm_get_apic_interrupt(), or "
+                               "ended twice",
+                               acks_, eois_));
 }
 
 // --- IPIs -------------------------------------------------------------------
@@ -266,12 +313,17 @@ void KvmLapic::count_kick() { ++ipi_stats_.kicks; }
 
 Tsc KvmLapic::inject_pending_timer_irqs(Tsc now) {
   if (!pending_) return 0;
+  if (fault_timer_twice_) {
+    const Tsc c = local_deliver_timer(now);
+    return c + local_deliver_timer(now);
+  }
   return local_deliver_timer(now);
 }
 
 // kvm_lapic_expired_hv_timer().
 Tsc KvmLapic::expired_hv_timer(Tsc now) {
-  if (!hv_timer_in_use_) return 0;  // spurious / soft-disabled
+  if (!hv_timer_in_use_) return 0;                             // spurious / soft-disabled
+  if (queued()) two_back_ends("preemption timer", "hrtimer");  // invariant, as above
   Tsc cost = costs_.expired_hv_timer(vcpu_.rng());
   cost += apic_timer_expired(false, now);
   cancel_hv_timer();

@@ -186,7 +186,7 @@ class KvmLapic : public HostHrtimer {
   // The guest's EOI when APICv virtualizes it (no exit; the CPU clears the
   // vISR bit and re-evaluates RVI), and the EOI of guests whose EOI write
   // the model does not trap.
-  void virtual_eoi() { irq_.eoi(); }
+  void virtual_eoi();
 
   // --- Vectors and IPIs ----------------------------------------------------
   // WRMSR(0x830): kvm_x2apic_icr_write() -> kvm_apic_send_ipi() ->
@@ -209,9 +209,10 @@ class KvmLapic : public HostHrtimer {
   // vmx_sync_pir_to_irr(); vectors new in the IRR count as posted when
   // `posted` (moved there by the CPU with no exit on this vCPU).
   void sync_pir_to_irr(bool posted);
-  // Interrupt acknowledge at delivery: the highest deliverable vector moves
-  // to the ISR; -1 when none.
-  int ack_interrupt() { return irq_.ack(); }
+  // Interrupt acknowledge at delivery, kvm_get_apic_interrupt() ->
+  // apic_set_isr(): the highest deliverable vector moves to the ISR; -1 when
+  // none. The only way a vector reaches the guest (Vcpu::deliver_pending_interrupt).
+  int ack_interrupt();
   [[nodiscard]] const ApicIrqState& irq_state() const { return irq_; }
   [[nodiscard]] const IpiStats& ipi_stats() const { return ipi_stats_; }
 
@@ -237,6 +238,8 @@ class KvmLapic : public HostHrtimer {
   Tsc start_sw_timer(Tsc now);
   Tsc start_sw_tscdeadline(Tsc now);
   void cancel_hv_timer();
+  void check_eoi(int vector);
+  void two_back_ends(const char* fired, const char* other) const;
   Tsc apic_timer_expired(bool from_timer_fn, Tsc now);
   Tsc local_deliver_timer(Tsc now);
 
@@ -251,7 +254,9 @@ class KvmLapic : public HostHrtimer {
   WaitLapicExpireStats wait_stats_;
   int pending_ = 0;  // lapic_timer.pending
   bool hv_timer_in_use_ = false;
-  ApicIrqState irq_;  // (v)IRR, (v)ISR, PIR
+  ApicIrqState irq_;                   // (v)IRR, (v)ISR, PIR
+  std::uint64_t acks_ = 0, eois_ = 0;  // for the acknowledge-once invariant's message
+  bool fault_ack_without_isr_ = false, fault_timer_twice_ = false;  // KVMSIM_FAULT (tests)
   const ApicMap* map_ = nullptr;
   IpiStats ipi_stats_;
 };

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -43,7 +44,7 @@ constexpr std::string_view kVcdSuffix = ".vcd";
 
 VcdObserver::VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
                          std::vector<const Vcpu*> vcpus)
-    : path_(path), limit_(limit), vcpus_(vcpus.size()) {
+    : path_(path), clock_(clock), limit_(limit), vcpus_(vcpus.size()) {
   // sc_create_vcd_trace_file(name) writes name + ".vcd": SystemC writes
   // PATH.systemc.vcd, finish() copies it to PATH with a fixed $date.
   const std::string base = path + ".systemc";
@@ -126,12 +127,15 @@ void VcdObserver::copy_with_fixed_date(const std::string& from, const std::strin
     const std::string_view l(line);
     if (state == BeforeDate && l.rfind("$date", 0) == 0) {
       state = InDate;
-      ok = ok && std::fputs("$date\n    kvmsim (no wall-clock date: same seed, same file)\n", out) >= 0;
+      ok = ok &&
+           std::fputs("$date\n    kvmsim (no wall-clock date: same seed, same file)\n", out) >= 0;
       continue;
     }
     if (state == InDate) {
-      if (l.rfind("$end", 0) == 0) state = Body;
-      else continue;
+      if (l.rfind("$end", 0) == 0)
+        state = Body;
+      else
+        continue;
     }
     ok = ok && std::fputs(line, out) >= 0;
     if (state == BeforeDate && l.rfind("$var", 0) == 0) state = Body;  // no $date at all
@@ -154,9 +158,25 @@ VcdObserver::VcpuTrace* VcdObserver::at(int vcpu) {
 
 bool VcdObserver::past_limit(Tsc t) {
   if (!tf_) return true;
-  if (t < limit_) return false;
+  if (t < limit_) {
+    if (++events_ % 4096 == 0) check_size(t);
+    return !tf_;
+  }
   finish();
   return true;
+}
+
+// The size cap: the file ends at the time it was reached, complete.
+void VcdObserver::check_size(Tsc t) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(written_path_, ec);
+  if (ec || bytes < kMaxBytes) return;
+  std::fprintf(stderr,
+               "kvmsim: warning: --vcd: the file reached its size cap of %llu MiB at %.3f ms "
+               "simulated; it ends there (a complete VCD). Choose a shorter --vcd-limit-ms or a "
+               "longer --vcd-sample-ns to see the whole span.\n",
+               static_cast<unsigned long long>(kMaxBytes >> 20), clock_.to_ns(double(t)) / 1e6);
+  finish();
 }
 
 void VcdObserver::refresh(VcpuTrace& v, Tsc now) {

@@ -107,7 +107,18 @@ class VcdObserver : public ModelObserver {
   bool past_limit(Tsc t);
   static void copy_with_fixed_date(const std::string& from, const std::string& to);
 
+  void check_size(Tsc t);
+
+ public:
+  // The file stops growing here (SystemC's buffered writer: checked every
+  // 4096 events): a 10-minute run once wrote 36 GB, a 100 ms one at
+  // --vcd-sample-ns 10 writes about 300 MB.
+  static constexpr std::uintmax_t kMaxBytes = std::uintmax_t{64} << 20;
+
+ private:
   std::string path_, written_path_;
+  TscClock clock_;
+  std::uint64_t events_ = 0;
   Tsc limit_;
   std::vector<VcpuTrace> vcpus_;
   sc_core::sc_trace_file* tf_ = nullptr;

@@ -247,6 +247,11 @@ class Vcpu : public HostThread {
   // part until the exit is handled with interrupts on (incl. the fastpath).
   [[nodiscard]] bool in_guest_mode_for_ipi() const;
   void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  // The one way a vector reaches the guest: if it can take one, the LAPIC
+  // acknowledges the highest deliverable vector (kvm_get_apic_interrupt ->
+  // apic_set_isr) and the guest's handler starts. Called at entry, on a
+  // posted-interrupt notification, and by a guest's IRET (RFLAGS.IF again).
+  void deliver_pending_interrupt(Tsc now);
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
     if (state_ != State::InGuest) return;
@@ -328,7 +333,6 @@ class Vcpu : public HostThread {
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
   void send_icr_ipi(Tsc now);
-  void deliver_pending_interrupt(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
   void enter_guest_mode(Tsc now);

@@ -29,8 +29,8 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
        1503061110816694},
-      {"scenarios/tscdeadline_latency.yaml", 1600299439422780},
-      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 8509027281727070},
+      {"scenarios/tscdeadline_latency.yaml", 5044736680937457},
+      {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 5963444476703501},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
        "kvm.exit_fastpath=true",

@@ -312,3 +312,215 @@ TEST_CASE("a Perfetto file stops at its size cap as valid JSON, with a warning",
   CHECK(fs::file_size(d / "p.json") < (65u << 20));
   CHECK_NOTHROW(nlohmann::json::parse(read_text(d / "p.json")));
 }
+
+TEST_CASE("an injected vector is acknowledged once: every EOI ends a vector in service",
+          "[cli][reliability][invariants]") {
+  // Without APICv (the Haswell desktop of T2 and T5) the handler's EOI write
+  // exits, and a timer vector that became pending in the handler is taken on
+  // IRET: both go through the one acknowledge path, so every EOI finds it in
+  // the ISR.
+  for (const char* s : {"scenarios/tscdeadline_latency.yaml", "scenarios/halt_poll_timer.yaml"}) {
+    const auto r =
+        run_cli(std::string("run ") + s +
+                " -q --set tscdeadline_latency.size=2000 --set tscdeadline_latency.delta=3000");
+    INFO(s << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+  }
+  // A vector that leaves the IRR without entering the ISR (a second
+  // acknowledge path bypassing apic_set_isr()): its EOI finds the ISR empty.
+  const auto r = run_cli_raw(std::string("KVMSIM_FAULT=ack_without_isr ") + KVMSIM_BINARY +
+                             " run scenarios/tscdeadline_latency.yaml -q "
+                             "--set tscdeadline_latency.size=50 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(has(r, "invariant violated at simulated cycle "));
+  CHECK(has(r, "in CPU 0/KVM: EOI with an empty ISR (1 vectors acknowledged, 0 EOIs)"));
+}
+
+TEST_CASE("an armed TSC deadline is delivered once, whichever back end held it",
+          "[cli][reliability][invariants]") {
+  // Preemption timer (T2), hrtimer (hv timer off), and switched between the
+  // two around every HLT (T5 scenario).
+  for (const char* args : {"scenarios/tscdeadline_latency.yaml",
+                           "scenarios/tscdeadline_latency.yaml --set kvm.enable_hv_timer=false",
+                           "scenarios/halt_poll_timer.yaml"}) {
+    const auto r = run_cli(std::string("run ") + args + " -q --set tscdeadline_latency.size=2000");
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const auto r = run_cli_raw(std::string("KVMSIM_FAULT=timer_delivered_twice ") + KVMSIM_BINARY +
+                             " run scenarios/tscdeadline_latency.yaml -q "
+                             "--set tscdeadline_latency.size=50 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(
+      has(r, "in CPU 0/KVM: LAPIC timer interrupt delivered for a TSC deadline already consumed"));
+}
+
+TEST_CASE("run prints each workload's own numbers, not only summary.json", "[cli][reliability]") {
+  auto r = run_cli("run scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=500");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(R"(ipi_pingpong: 500 round trips  min \d+\.\d+  avg \d+\.\d+  max \d+\.\d+ us)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(Pipe latency: \d+\.\d{4} microseconds)")));
+  r = run_cli(
+      "run scenarios/vmexit_ipi.yaml --set workload.type=smp_call --set smp_call.calls=300");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(smp_call: 300 calls to 1 target \(wait on\)  avg \d+\.\d+ us per call  functions run 300  early returns 0)")));
+  r = run_cli("run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(overcommit: 8 CPU-bound vCPUs  run \d+\.\d+ s  steal \d+\.\d+ s  \(%st \d+\.\d\))")));
+}
+
+TEST_CASE("a progress line for every workload on a terminal, none when piped",
+          "[cli][reliability]") {
+  // script(1) gives the run a terminal; stdout goes to /dev/null, the
+  // progress line (stderr) reaches script's output.
+  if (run_cli_raw("command -v script >/dev/null").exit_code != 0) {
+    WARN("script(1) (util-linux) is not installed: no terminal to test the progress line on");
+    return;
+  }
+  const struct {
+    const char* args;
+    const char* line;
+  } runs[] = {
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=300",
+       "[kvmsim] cyclictest 300/300 samples (100%)"},
+      {"scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300",
+       "[kvmsim] tscdeadline_latency 300/300 samples"},
+      {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", "[kvmsim] vmexit "},
+      {"scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=30000", "[kvmsim] ipi_pingpong "},
+      {"scenarios/vmexit_ipi.yaml --set workload.type=smp_call --set smp_call.calls=30000",
+       "[kvmsim] smp_call "},
+      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1", "[kvmsim] overcommit "},
+      {"scenarios/cyclictest_pinned.yaml --set workload.type=busy --set sim.max_simulated_s=20",
+       "[kvmsim] busy "},
+  };
+  for (const auto& run : runs) {
+    const auto r = run_cli_raw(std::string("script -qec '") + KVMSIM_BINARY + " run " + run.args +
+                               " >/dev/null' /dev/null");
+    INFO(run.args << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r, run.line));
+  }
+  // Not a terminal: no progress line.
+  const auto r = run_cli("run scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=30000 -q");
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(has(r, "[kvmsim]"));
+}
+
+TEST_CASE("a run that would take more than ten minutes says so, with the estimate",
+          "[cli][reliability]") {
+  // 1e9 cyclictest loops (inside the declared range): about half an hour.
+  // The estimate comes after 5 s of wall time; SIGINT then stops the run.
+  const auto r =
+      run_cli_raw(std::string("timeout --preserve-status -s INT 9 ") + KVMSIM_BINARY +
+                  " run scenarios/cyclictest_pinned.yaml -q "
+                  "--set cyclictest.loops=1000000000 --set sim.max_simulated_s=1000000 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 130);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(warning: cyclictest is \d+\.\d+% done after \d+ s: at this pace the run takes about \d+ minutes in all)")));
+  CHECK(has(r, "interrupted by SIGINT"));
+}
+
+TEST_CASE("a VCD stops at its size cap as a complete file, with a warning",
+          "[cli][reliability][views]") {
+  // 100 ms sampled every 10 ns is about 300 MB (a 10-minute run once wrote
+  // 36 GB); the file ends at 64 MiB, where the cap was reached.
+  const auto d = out_dir("rel-vcd-cap");
+  const auto r = run_cli(
+      "run scenarios/tscdeadline_latency.yaml -q --set tscdeadline_latency.size=100000 "
+      "--vcd-limit-ms 100 --vcd-sample-ns 10 --vcd " +
+      (d / "w.vcd").string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::regex_search(
+      r.output,
+      std::regex(
+          R"(warning: --vcd: the file reached its size cap of 64 MiB at \d+\.\d+ ms simulated)")));
+  const auto size = fs::file_size(d / "w.vcd");
+  CHECK(size >= (64u << 20));
+  CHECK(size < (65u << 20));
+  const std::string vcd = read_text(d / "w.vcd");
+  CHECK(vcd.find("$enddefinitions") != std::string::npos);
+  CHECK(vcd.back() == '\n');
+  CHECK(vcd.find(".systemc") == std::string::npos);
+  CHECK(files_in(d) == 1);  // SystemC's own file is gone
+}
+
+TEST_CASE("every command's stdout to a full disk is an error, not exit 0", "[cli][reliability]") {
+  const auto d = out_dir("rel-stdout-full");
+  write_file(d / "h.txt", kHistogram);
+  const std::string h = (d / "h.txt").string();
+  for (const std::string& c :
+       {"compare " + h + " " + h, "compare --json " + h + " " + h, std::string("params"),
+        std::string("params --markdown"), "explain " + kShortT1, std::string("--version"),
+        std::string("--help"),
+        std::string("trace-stats tests/data/traces/") +
+            "ftrace_kvm_events_modern-format_nested-boot_krause-2023.txt",
+        "run " + kShortT1}) {
+    const auto r = run_cli_raw(std::string(KVMSIM_BINARY) + " " + c + " 2>&1 >/dev/full");
+    INFO(c << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(has(r, "kvmsim: error: stdout: write failed"));
+  }
+}
+
+TEST_CASE("readers refuse devices, empty input and an empty --seed", "[cli][reliability]") {
+  const auto d = out_dir("rel-devices");
+  write_file(d / "h.txt", kHistogram);
+  write_file(d / "empty.txt", "");
+  // /dev/zero: was an endless read (the whole device into memory).
+  auto r = run_cli("compare " + (d / "h.txt").string() + " /dev/zero");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "/dev/zero: binary data (a NUL byte)"));
+  // An empty trace (or /dev/null): was exit 0 with "0 events".
+  for (const std::string& f : {(d / "empty.txt").string(), std::string("/dev/null")}) {
+    r = run_cli("trace-stats " + f);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r, "no trace event: the input is empty"));
+  }
+  // --seed '': was the default seed, silently.
+  r = run_cli("run " + kShortT1 + " -q --seed ''");
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "--seed : must be a whole number"));
+  CHECK(run_cli("explain " + kShortT1 + " --seed ''").exit_code == 2);
+}
+
+TEST_CASE("compare takes a histogram of exactly 100000 buckets, the largest -h",
+          "[cli][reliability]") {
+  // kvmsim's own largest histogram (cyclictest.histogram_us = 100000: rows
+  // 0..99999) is read and compared; a row 100000 is one too many.
+  const auto d = out_dir("rel-100k");
+  auto r = run_cli("run " + kShortT1 + " -q --set cyclictest.histogram_us=100000 --out " +
+                   (d / "run").string());
+  REQUIRE(r.exit_code == 0);
+  const std::string h = (d / "run" / "histogram.txt").string();
+  r = run_cli("compare " + h + " " + h);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r, "(1 thread, 100000 buckets)"));
+  std::string text = read_text(d / "run" / "histogram.txt");
+  const auto at = text.find("099999 ");
+  REQUIRE(at != std::string::npos);
+  text.insert(text.find('\n', at) + 1, "100000 000000\n");
+  write_file(d / "over.txt", text);
+  r = run_cli("compare " + (d / "over.txt").string() + " " + h);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r, "bucket index 100000 is not below 100000"));
+}

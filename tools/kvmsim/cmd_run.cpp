@@ -40,6 +40,7 @@ namespace {
 
 struct RunArgs {
   std::string scenario, out, trace, seed;
+  CLI::Option* seed_opt = nullptr;
   std::vector<std::string> sets;
   bool quiet = false;
   bool allow_partial = false;
@@ -121,34 +122,6 @@ void check_pathological(const ParamSet& p, bool allow_partial) {
         rate, span_s, wall_s / 60);
 }
 
-// The progress line of workloads that take no latency samples (vmexit, busy;
-// run_simulation() shows the others'): simulated time, on a terminal only.
-class TimeProgress : public ModelObserver {
- public:
-  TimeProgress(std::string what, TscClock clk, double end_s)
-      : what_(std::move(what)), clk_(clk), end_s_(end_s) {}
-  void on_vmexit(int, int, ExitReason, Tsc t) override {
-    if (++exits_ % 65536) return;
-    const double s = clk_.to_s(static_cast<double>(t));
-    if (end_s_ > 0)
-      std::fprintf(stderr, "\r[kvmsim] %s %.3f/%.3f s simulated (%3.0f%%), %llu exits",
-                   what_.c_str(), s, end_s_, 100 * s / end_s_,
-                   static_cast<unsigned long long>(exits_));
-    else
-      std::fprintf(stderr, "\r[kvmsim] %s %.3f s simulated, %llu exits", what_.c_str(), s,
-                   static_cast<unsigned long long>(exits_));
-  }
-  ~TimeProgress() override {
-    if (exits_ >= 65536) std::fprintf(stderr, "\n");
-  }
-
- private:
-  std::string what_;
-  TscClock clk_;
-  double end_s_;
-  std::uint64_t exits_ = 0;
-};
-
 struct Outputs {
   OutputFile summary, histogram, trace, perfetto, vcd;
   void discard() {
@@ -171,7 +144,7 @@ struct Outputs {
 
 int run(RunArgs& a) {
   std::vector<std::string> overrides = a.sets;
-  if (!a.seed.empty()) overrides.push_back(seed_override(a.seed));
+  if (a.seed_opt->count()) overrides.push_back(seed_override(a.seed));  // '' is refused
   const auto params = load_scenario(model_params(), a.scenario, overrides);
 
   // Every output path is checked (and its temporary created) before the run.
@@ -197,17 +170,8 @@ int run(RunArgs& a) {
   check_pathological(params, a.allow_partial);
 
   opts.progress = !a.quiet;
-  std::optional<TimeProgress> time_progress;
-  const std::string& workload = params.s("workload.type");
-  if (!a.quiet && isatty(STDERR_FILENO) && (workload == "vmexit" || workload == "busy")) {
-    time_progress.emplace(workload,
-                          TscClock{static_cast<std::uint64_t>(params.i("platform.tsc_khz"))},
-                          workload == "busy" ? params.d("sim.max_simulated_s") : 0.0);
-    opts.observers.push_back(&*time_progress);
-  }
   install_stop_signals();
   RunResult result = run_simulation(params, opts);
-  time_progress.reset();
 
   const std::string where =
       fmt::format("at {:.6f} s simulated ({})", result.simulated_s, progress_text(result, params));
@@ -261,8 +225,9 @@ Command add_run_command(CLI::App& app) {
   auto* run_cmd = app.add_subcommand("run", "Run a scenario");
   run_cmd->add_option("scenario", a->scenario, "Scenario YAML file")->required();
   run_cmd->add_option("--set", a->sets, "Override a parameter: key=value (repeatable)");
-  run_cmd->add_option("--seed", a->seed, "Run seed (same scenario + seed = same outputs)")
-      ->type_name("N");
+  a->seed_opt =
+      run_cmd->add_option("--seed", a->seed, "Run seed (same scenario + seed = same outputs)")
+          ->type_name("N");
   a->out_opt = run_cmd->add_option("--out", a->out, "Write summary.json and histogram.txt here")
                    ->type_name("DIR");
   a->trace_opt = run_cmd->add_option(

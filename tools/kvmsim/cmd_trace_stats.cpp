@@ -64,6 +64,8 @@ int run_trace_stats(const TraceStatsOptions& o) {
     s = trace::trace_stats(in, o.raw_clock_hz);
     if (in.bad()) return refuse(o.file, std::string("read error: ") + std::strerror(errno));
   }
+  if (s.events == 0 && s.malformed == 0)
+    return refuse(o.file, "no trace event: the input is empty or only comments and blank lines");
   if (s.events == 0 && s.malformed > 0)
     return refuse(o.file, fmt::format("no trace event in {} lines ({} not understood, first "
                                       "at line {}: {})",

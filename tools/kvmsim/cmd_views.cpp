@@ -39,12 +39,13 @@ struct ExplainArgs {
   std::string scenario;
   std::vector<std::string> sets;
   std::string seed;
+  CLI::Option* seed_opt = nullptr;
   std::uint64_t sample = 100;
 };
 
 int run_explain(const ExplainArgs& a) {
   std::vector<std::string> overrides = a.sets;
-  if (!a.seed.empty()) overrides.push_back(seed_override(a.seed));
+  if (a.seed_opt->count()) overrides.push_back(seed_override(a.seed));  // '' is refused
   const auto p = load_scenario(model_params(), a.scenario, overrides);
   const std::string& workload = p.s("workload.type");
   std::int64_t total = 0;
@@ -125,7 +126,7 @@ Command add_explain_command(CLI::App& app) {
       "Follow one timer interrupt from its arming to the guest's wake-up, stage by stage");
   sub->add_option("scenario", args->scenario, "Scenario YAML file")->required();
   sub->add_option("--set", args->sets, "Override a parameter: key=value (repeatable)");
-  sub->add_option("--seed", args->seed, "Run seed")->type_name("N");
+  args->seed_opt = sub->add_option("--seed", args->seed, "Run seed")->type_name("N");
   sub->add_option("--sample", args->sample, "Which latency sample to follow (1 = the first)")
       ->capture_default_str()
       ->check(number_in(1, 1e9, ""));

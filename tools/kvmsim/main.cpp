@@ -6,6 +6,9 @@
 //   kvmsim --version
 // Exit codes (cli_checks.h): 0 ok, 1 failed (run, check, output write),
 // 2 usage or bad input, 130 / 143 interrupted by SIGINT / SIGTERM.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -41,6 +44,19 @@ int main(int argc, char* argv[]) {
   return sc_core::sc_elab_and_sim(argc, argv);
 }
 
+// stdout's write errors, for every command: flushed here, checked once.
+int check_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  const bool ok = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (ok) return rc;
+  const int err = errno;  // 0 when the failed write was an earlier one
+  std::cerr << "kvmsim: error: stdout: write failed"
+            << (err ? std::string(": ") + std::strerror(err) : " (a full disk or an I/O error)")
+            << "\n";
+  return rc ? rc : kvmsim::cli::kExitFailed;
+}
+
 int sc_main(int argc, char* argv[]) {
   if (g_cerr) std::cerr.rdbuf(g_cerr);
   using namespace kvmsim::cli;
@@ -62,24 +78,32 @@ int sc_main(int argc, char* argv[]) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return check_stdout(app.exit(e));  // --help, --version
     std::cerr << "kvmsim: error: " << e.what() << "\n"
               << "Run 'kvmsim --help' or 'kvmsim SUBCOMMAND --help' for usage.\n";
     return kExitUsage;
   }
   try {
-    if (run.app->parsed()) return run.run();
-    if (explain.app->parsed()) return explain.run();
-    if (compare.app->parsed()) return compare.run();
-    if (validate.app->parsed()) return validate.run();
-    if (trace_stats.app->parsed()) return trace_stats.run();
-    for (const auto& c : python_commands)  // sweep, plot (issue 11)
-      if (c.app->parsed()) return c.run();
-    if (params->parsed()) {
+    int rc = 0;
+    if (run.app->parsed())
+      rc = run.run();
+    else if (explain.app->parsed())
+      rc = explain.run();
+    else if (compare.app->parsed())
+      rc = compare.run();
+    else if (validate.app->parsed())
+      rc = validate.run();
+    else if (trace_stats.app->parsed())
+      rc = trace_stats.run();
+    else if (params->parsed())
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
                              : kvmsim::format_param_table(kvmsim::model_params()));
-      return 0;
-    }
+    else
+      for (const auto& c : python_commands)  // sweep, plot (issue 11)
+        if (c.app->parsed()) rc = c.run();
+    // Whatever the command, what it printed must have reached stdout (a
+    // full disk, /dev/full, an I/O error): else it is an error, not exit 0.
+    return check_stdout(rc);
   } catch (const kvmsim::ScenarioError& e) {
     std::cerr << "kvmsim: error: " << e.what() << "\n";
     return kExitUsage;
