@@ -26,6 +26,9 @@ class ModelObserver {
   // cyclictest-like sample on a vCPU: the wake-up was measured at `t`.
   virtual void on_latency_sample(int /*vcpu*/, int /*pcpu*/, Tsc /*deadline*/, Tsc /*t*/,
                                  std::int64_t /*latency_ns*/) {}
+  // kvm_vcpu_halt() starts polling kvm_vcpu_check_block() (halt polling);
+  // it ends with on_vcpu_wakeup (waited = false) or on_vcpu_block.
+  virtual void on_vcpu_poll(int /*vcpu*/, int /*pcpu*/, Tsc /*t*/) {}
   // The vCPU thread schedules out in kvm_vcpu_block() (sched_switch to idle).
   virtual void on_vcpu_block(int /*vcpu*/, int /*pcpu*/, Tsc /*t*/) {}
   // kvm_vcpu_wakeup: the vCPU thread returns from kvm_vcpu_block() after
@@ -82,6 +85,9 @@ class Observers {
   }
   void latency_sample(int vcpu, int pcpu, Tsc d, Tsc t, std::int64_t ns) const {
     for (auto* o : list_) o->on_latency_sample(vcpu, pcpu, d, t, ns);
+  }
+  void vcpu_poll(int vcpu, int pcpu, Tsc t) const {
+    for (auto* o : list_) o->on_vcpu_poll(vcpu, pcpu, t);
   }
   void vcpu_block(int vcpu, int pcpu, Tsc t) const {
     for (auto* o : list_) o->on_vcpu_block(vcpu, pcpu, t);

@@ -343,6 +343,10 @@ void PerfettoObserver::on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t
   v->armed = false;
 }
 
+void PerfettoObserver::on_vcpu_poll(int vcpu, int /*pcpu*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Polling, t, "HLT (halt polling)");
+}
+
 void PerfettoObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {
   if (past_limit(t)) return;
   set_vcpu_mode(vcpu, VcpuMode::Halted, t);

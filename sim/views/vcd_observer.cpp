@@ -222,6 +222,10 @@ void VcdObserver::on_vmentry(int vcpu, int /*pcpu*/, Tsc t) {
   set_vcpu_mode(vcpu, VcpuMode::Guest, t);
 }
 
+void VcdObserver::on_vcpu_poll(int vcpu, int /*pcpu*/, Tsc t) {
+  set_vcpu_mode(vcpu, VcpuMode::Polling, t);
+}
+
 void VcdObserver::on_vcpu_block(int vcpu, int /*pcpu*/, Tsc t) {
   set_vcpu_mode(vcpu, VcpuMode::Halted, t);
 }

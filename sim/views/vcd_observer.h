@@ -73,6 +73,7 @@ class VcdObserver : public ModelObserver {
   void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
   void on_vmentry(int vcpu, int pcpu, Tsc t) override;
   void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns) override;
+  void on_vcpu_poll(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
   void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;

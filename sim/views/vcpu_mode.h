@@ -5,11 +5,9 @@
 //   Guest   from a VM entry to the next exit;
 //   Halted  from on_vcpu_block (the thread schedules out in kvm_vcpu_block()
 //           after a HLT exit) to on_vcpu_wakeup;
-//   Polling reserved for halt polling, which the model does not have yet
-//           (kvm.halt_poll_ns = 0). When it does, an `on_vcpu_poll(vcpu, t)`
-//           hook emitted where the polling loop starts only has to call the
-//           views' set_vcpu_mode(vcpu, VcpuMode::Polling, t), which already
-//           handles any mode; on_vcpu_wakeup(waited = false) ends it.
+//   Polling from on_vcpu_poll (kvm_vcpu_halt() polls kvm_vcpu_check_block()
+//           after a HLT exit, halt polling) to on_vcpu_wakeup (waited =
+//           false) or, when the window ends, on_vcpu_block.
 #pragma once
 
 #include <cstdint>

@@ -386,6 +386,7 @@ void Vcpu::vcpu_block(Tsc now) {
     ++hp_stats_.attempted;
     poll_start_ = now + sw;
     state_ = State::Poll;
+    ctx().obs.vcpu_poll(vcpu_id_, pcpu_->id(), poll_start_);
     pcpu_->run_for(Stage::HaltPoll, SegKind::HostIrqOn, sw + ctx().clock.ns_to_cycles(window_ns));
     return;
   }

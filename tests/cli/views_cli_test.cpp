@@ -349,3 +349,36 @@ TEST_CASE("explain refuses workloads without latency samples and samples beyond 
   CHECK(c.exit_code == 0);
   CHECK(c.output.find("latency sample #300") != std::string::npos);
 }
+
+TEST_CASE("run --perfetto shows halt polling as the vCPU's polling mode, between its HLT exit and "
+          "the wake-up",
+          "[cli][views][halt]") {
+  const auto dir = out_dir("views-poll");
+  const std::string args =
+      "scenarios/halt_poll_timer.yaml --set tscdeadline_latency.size=200 -q --perfetto ";
+  auto count_polling = [&](const std::string& extra) {
+    const auto trace = dir / "p.json";
+    const auto r = run_cli("run " + args + trace.string() + extra);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    int polling = 0, halted = 0;
+    const auto doc = read_json(trace);
+    for (const auto& e : doc.at("traceEvents")) {
+      if (e.at("ph") != "X" || !e.contains("cat") || e.at("cat") != "vcpu") continue;
+      if (e.at("name") == "polling") {
+        ++polling;
+        CHECK(e.at("args").at("exit_reason") == "HLT (halt polling)");
+      }
+      if (e.at("name") == "halted") ++halted;
+    }
+    return std::make_pair(polling, halted);
+  };
+  const auto off = count_polling("");
+  CHECK(off.first == 0);
+  CHECK(off.second > 150);  // every halt sleeps without polling
+  // With a window the halts (each ~20000 cycles: shorter than the window once
+  // it has grown) end while polling, so the vCPU is rarely halted.
+  const auto on = count_polling(" --set kvm.halt_poll_ns=200000");
+  CHECK(on.first > 150);
+  CHECK(on.second < 10);
+}
