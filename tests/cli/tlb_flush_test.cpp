@@ -122,6 +122,19 @@ TEST_CASE(
   // The yields let preempted targets run before the initiators' slices end.
   CHECK(m(on, "tlb.wait_avg_us") < 0.5 * m(off, "tlb.wait_avg_us"));
   CHECK(m(on, "invariants.violations") == 0);
+  // handle_pause() -> grow_ple_window(): every exit doubles the window (from
+  // ple_window 4096, reset at sched_in) up to ple_window_max.
+  CHECK(off.find("vcpu.ple_window_peak") == off.end());
+  CHECK(m(on, "vcpu.ple_window_grows") == m(on, "vcpu.pause_exits"));
+  CHECK(m(on, "vcpu.ple_window_peak") >= 2 * 4096);
+  CHECK(m(on, "vcpu.ple_window_peak") <= 1073741823.0);
+  // kvm_vcpu_eligible_for_directed_yield(): a candidate that yielded in its
+  // own kvm_vcpu_on_spin() and waits to run is passed over every other time.
+  CHECK(m(on, "vcpu.dy_ineligible") > 0);
+  const auto capped =
+      run_metrics("tlb-ple-max", s + "--set kvm.ple_gap=128 --set kvm.ple_window_max=8192");
+  CHECK(m(capped, "vcpu.ple_window_peak") == 8192);
+  CHECK(m(capped, "vcpu.ple_window_grows") < m(capped, "vcpu.pause_exits"));
 }
 
 TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never blocks",
