@@ -1,23 +1,43 @@
-// workload.type: ebizzy — ebizzy -M in every VM (one process per VM, its
-// threads on the VM's vCPUs): each record allocates a chunk with mmap(),
-// touches and copies it, searches the copy and frees it with munmap(); the
-// munmap's flush_tlb_mm_range() is a remote TLB flush to every other CPU
-// that runs a thread of the process (sim/guest/tlb_flush.h), natively or
-// paravirtually (guest.pv_tlb_flush). ebizzy prints records/s: the records
-// of all threads over the run (sim.max_simulated_s, ebizzy -S).
+// workload.type: ebizzy — ebizzy in every VM (one process per VM, its
+// threads on the VM's vCPUs). search_mem() of ebizzy 0.3, per record: pick
+// one of the `chunks` (10) source chunks, alloc_mem(chunk_size: 512 KiB),
+// memcpy() into it (its page faults), bsearch() a random key, free_mem().
+// How the copy is allocated and freed is ebizzy.alloc:
+//  - "malloc" (-M, "never use mmap": mallopt(M_MMAP_MAX, 0)): malloc() and
+//    free() in the thread's glibc arena. Freeing the 512 KiB copy merges it
+//    into the top chunk and heap_trim() -> shrink_heap() gives it back with
+//    madvise(MADV_DONTNEED), which v4.16 runs under down_read(mmap_sem)
+//    (madvise_need_mmap_write() is false for it): zap_page_range() ->
+//    tlb_finish_mmu() -> flush_tlb_mm_range(). The next malloc() reuses the
+//    top (heap already mprotect'ed), and its page faults take mmap_sem for
+//    read. So -M takes mmap_sem only shared: it never blocks.
+//  - "mmap" (-m): mmap() and munmap() of the copy, each under
+//    down_write(mmap_sem); munmap()'s do_munmap() -> unmap_region() ->
+//    tlb_finish_mmu() flushes with the write lock held, and the faults of
+//    the next copies (down_read) and the other threads' mmap()/munmap()
+//    wait for it (sim/guest/rwsem.h: spin on a running writer, sleep when
+//    its vCPU is preempted or readers hold it).
+// The remote flush goes to every other CPU that runs a thread of the
+// process (sim/guest/tlb_flush.h), natively or paravirtually
+// (guest.pv_tlb_flush). ebizzy prints records/s: the records of all threads
+// over the run (sim.max_simulated_s, ebizzy -S).
 //
-// What a record costs apart from the flush is one cost.ebizzy.record (the
-// mmap, page faults, copy and search, in the guest) and one
+// What a record costs apart from the flush and the lock is one
+// cost.ebizzy.record (the page faults, copy and search, in the guest), one
 // cost.ebizzy.munmap (zap_page_range() and the page freeing around the
-// flush): their split does not matter to the flush. Not modelled: mmap_sem
-// (the threads' page faults take it shared, mmap/munmap exclusive, so a
-// preempted holder stalls the others) and guest load balancing (each thread
-// stays on the vCPU it starts on, one per vCPU, as the balanced state of
-// threads = vCPUs is).
+// flush) and, with -m, one cost.ebizzy.mmap. The faults of one record take
+// mmap_sem for read once, at the start of the copy (the first fault waits
+// for a writer; the read holds of the single faults are short enough to
+// leave out). Not modelled: guest load balancing (each thread stays on the
+// vCPU it starts on; ebizzy's default is 2 threads per online CPU,
+// ebizzy.threads 0 runs one per vCPU).
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "sim/guest/guest_smp.h"
 #include "sim/guest/linux_guest.h"
+#include "sim/guest/rwsem.h"
 #include "sim/guest/tlb_flush.h"
 #include "sim/guest/workload.h"
 #include "sim/system.h"
@@ -40,6 +60,13 @@ void declare_ebizzy_params(ParamRegistry& r) {
              "One ebizzy record without its munmap: mmap() of a chunk, the page faults of "
              "touching it, memcpy() and the search (ebizzy defaults: 512 KiB chunks). The "
              "platform file says which figure sets it."});
+  r.declare({"ebizzy.alloc", ParamType::String, "malloc", "", {}, {}, {"malloc", "mmap"},
+             "How a record allocates and frees its copy: malloc = ebizzy -M (glibc arena; "
+             "free() trims with madvise(MADV_DONTNEED) under down_read(mmap_sem)), mmap = "
+             "ebizzy -m (mmap()/munmap(), each under down_write(mmap_sem))."});
+  r.declare({"cost.ebizzy.mmap", ParamType::Dist, "2us", "time", {}, {}, {},
+             "ebizzy -m: mmap() of the 512 KiB anonymous copy under the write lock: "
+             "get_unmapped_area(), vma allocation and linking, no population (estimate)."});
   r.declare({"cost.ebizzy.munmap", ParamType::Dist, "10us", "time", {}, {}, {},
              "munmap() of the copy apart from the TLB flush: zap_page_range() of its 128 "
              "pages and freeing them (estimate)."});
@@ -50,15 +77,18 @@ struct EbizzyVmStats {
   std::uint64_t records = 0;
 };
 
-// One ebizzy thread: record, munmap (with its flush), record, ...
+// One ebizzy thread: [mmap,] faults, record, munmap/madvise (with its flush), ...
 class EbizzyThread : public GuestTask, public GuestHrtimer {
  public:
-  EbizzyThread(int cpu, GuestMm* mm, Sampler record, Sampler munmap, EbizzyVmStats* st,
-               std::uint64_t spread_ns)
+  EbizzyThread(int cpu, GuestMm* mm, GuestRwsem* mmap_sem, bool use_mmap, Sampler record,
+               Sampler munmap, Sampler mmap, EbizzyVmStats* st, std::uint64_t spread_ns)
       : GuestTask("ebizzy"),
         mm_(mm),
+        sem_(mmap_sem),
+        use_mmap_(use_mmap),
         record_(std::move(record)),
         munmap_(std::move(munmap)),
+        mmap_(std::move(mmap)),
         st_(st),
         spread_ns_(spread_ns) {
     bound_cpu = cpu;
@@ -66,7 +96,7 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
 
   // The start sleep's hrtimer (hrtimer_wakeup()).
   Tsc fn(GuestKernel& k, Tsc /*now*/) override {
-    phase_ = Phase::Record;
+    phase_ = first();
     k.wake_up(this);
     return k.costs().hrtimer_wakeup(k.rng());
   }
@@ -74,7 +104,7 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
   GuestStep run(GuestKernel& k, Tsc now) override {
     switch (phase_) {
       case Phase::Start: {
-        phase_ = Phase::Record;
+        phase_ = first();
         if (spread_ns_ == 0) return run(k, now);
         const auto ns =
             static_cast<std::uint64_t>(k.rng().uniform() * static_cast<double>(spread_ns_));
@@ -86,31 +116,95 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
       case Phase::Sleeping:
         k.block_current();
         return k.step(now);
+      case Phase::MmapLock:  // -m: mmap() -> vm_mmap_pgoff(): down_write_killable(mmap_sem)
+        if (auto s = lock(k, true, Phase::Mmap, now)) return *s;
+        return run(k, now);
+      case Phase::Mmap:
+        phase_ = Phase::MmapUnlock;
+        return GuestStep::run(Stage::GuestSyscall, mmap_(k.rng()));
+      case Phase::MmapUnlock:
+        sem_->up_write(k, now);
+        phase_ = Phase::FaultLock;
+        return run(k, now);
+      case Phase::FaultLock:  // the copy's first page fault: __do_page_fault() -> down_read()
+        if (auto s = lock(k, false, Phase::Record, now)) return *s;
+        return run(k, now);
       case Phase::Record:
+        sem_->up_read(k, now);
         // User code of the mm: every flush requested for this CPU is done.
         mm_->check_before_user(k);
-        phase_ = Phase::Munmap;
+        phase_ = Phase::MunmapLock;
         return GuestStep::run(Stage::GuestUser, record_(k.rng()));
+      case Phase::MunmapLock:
+        // -m: munmap() -> vm_munmap(): down_write_killable(mmap_sem);
+        // -M: free() -> shrink_heap() -> madvise(MADV_DONTNEED): down_read().
+        if (auto s = lock(k, use_mmap_, Phase::Munmap, now)) return *s;
+        return run(k, now);
       case Phase::Munmap:
-        // munmap() -> unmap_region() -> tlb_finish_mmu() -> flush_tlb_mm_range().
+        // do_munmap() / madvise_dontneed() -> zap_page_range() ->
+        // tlb_finish_mmu() -> flush_tlb_mm_range(), with mmap_sem held.
         phase_ = Phase::Returned;
         mm_->flush_tlb_mm_range(k, {});
         return GuestStep::run(Stage::GuestSyscall, munmap_(k.rng()));
       case Phase::Returned:
+        if (use_mmap_)
+          sem_->up_write(k, now);
+        else
+          sem_->up_read(k, now);
         ++st_->records;
-        phase_ = Phase::Record;
+        phase_ = first();
+        return run(k, now);
+      case Phase::Waiting:  // woken by rwsem_wake(): a reader holds it, a writer retries
+        phase_ = sem_->woken(w_, now) ? after_lock_ : retry_;
         return run(k, now);
     }
     return GuestStep::idle(Stage::GuestUser);
   }
 
  private:
-  enum class Phase : std::uint8_t { Start, Sleeping, Record, Munmap, Returned };
+  enum class Phase : std::uint8_t {
+    Start,
+    Sleeping,
+    MmapLock,
+    Mmap,
+    MmapUnlock,
+    FaultLock,
+    Record,
+    MunmapLock,
+    Munmap,
+    Returned,
+    Waiting
+  };
+  [[nodiscard]] Phase first() const { return use_mmap_ ? Phase::MmapLock : Phase::FaultLock; }
+  // down_read()/down_write(): nullopt = held now (phase_ = next); else the
+  // step to run (a stretch of optimistic spin, or the switch away to sleep).
+  std::optional<GuestStep> lock(GuestKernel& k, bool write, Phase next, Tsc now) {
+    const Phase self = phase_;
+    const auto r = write ? sem_->down_write(k, this, w_, now) : sem_->down_read(k, this, w_, now);
+    switch (r) {
+      case GuestRwsem::Result::Acquired:
+        phase_ = next;
+        return std::nullopt;
+      case GuestRwsem::Result::Spin:
+        return sem_->spin_step();
+      case GuestRwsem::Result::Sleep:
+        phase_ = Phase::Waiting;
+        after_lock_ = next;
+        retry_ = self;
+        return k.step(now);
+    }
+    return std::nullopt;
+  }
+
   GuestMm* mm_;
-  Sampler record_, munmap_;
+  GuestRwsem* sem_;
+  bool use_mmap_;
+  Sampler record_, munmap_, mmap_;
   EbizzyVmStats* st_;
   std::uint64_t spread_ns_;
   Phase phase_ = Phase::Start;
+  Phase after_lock_ = Phase::Record, retry_ = Phase::Record;
+  RwsemWaiter w_;
 };
 
 class EbizzyWorkload : public Workload {
@@ -118,7 +212,8 @@ class EbizzyWorkload : public Workload {
   explicit EbizzyWorkload(const ParamSet& p)
       : threads_(static_cast<int>(p.i("ebizzy.threads"))),
         pv_(p.b("guest.pv_tlb_flush")),
-        spread_ns_(static_cast<std::uint64_t>(p.i("ebizzy.start_spread_us")) * 1000) {}
+        spread_ns_(static_cast<std::uint64_t>(p.i("ebizzy.start_spread_us")) * 1000),
+        use_mmap_(p.s("ebizzy.alloc") == "mmap") {}
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
@@ -137,13 +232,16 @@ class EbizzyWorkload : public Workload {
       const int n = threads_ ? threads_ : vcpus;
       GuestSmp& smp = *guests_.at(g)->smp();
       mms_.push_back(std::make_unique<GuestMm>(smp, tc, pv_));
+      sems_.push_back(std::make_unique<GuestRwsem>(
+          S("cost.guest.rwsem_slowpath"),
+          clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns")))));
       stats_.push_back(std::make_unique<EbizzyVmStats>());
       for (int t = 0; t < n; ++t) {
         const int cpu = t % vcpus;
         mms_.back()->add_cpu(cpu);
         threads_list_.push_back(std::make_unique<EbizzyThread>(
-            cpu, mms_.back().get(), S("cost.ebizzy.record"), S("cost.ebizzy.munmap"),
-            stats_.back().get(), spread_ns_));
+            cpu, mms_.back().get(), sems_.back().get(), use_mmap_, S("cost.ebizzy.record"),
+            S("cost.ebizzy.munmap"), S("cost.ebizzy.mmap"), stats_.back().get(), spread_ns_));
         guests_.at(g + static_cast<std::size_t>(cpu))->add_task(threads_list_.back().get());
       }
       g += static_cast<std::size_t>(vcpus);
@@ -154,16 +252,20 @@ class EbizzyWorkload : public Workload {
     const double s = clk.to_s(static_cast<double>(now_tsc()));
     double sum = 0;
     TlbFlushStats all;
+    RwsemStats sem_all;
     for (std::size_t i = 0; i < stats_.size(); ++i) {
       const double r = s > 0 ? static_cast<double>(stats_[i]->records) / s : 0;
       m[fmt::format("ebizzy.vm{}.records_per_s", i)] = r;
       m[fmt::format("ebizzy.vm{}.records", i)] = static_cast<double>(stats_[i]->records);
       GuestMm::report_stats(mms_[i]->stats(), clk, m, fmt::format("tlb.vm{}.", i));
       all += mms_[i]->stats();
+      sem_all += sems_[i]->stats();
       sum += r;
     }
     m["ebizzy.records_per_s"] = stats_.empty() ? 0 : sum / static_cast<double>(stats_.size());
     GuestMm::report_stats(all, clk, m, "tlb.");
+    // mm->mmap_sem of the VMs' ebizzy processes, summed.
+    GuestRwsem::report_stats(sem_all, clk, m, "mmap_sem.");
     // The initiators' time in csd_lock_wait() for flush acknowledgements.
     m["ebizzy.flush_wait_s"] = clk.to_s(static_cast<double>(all.wait_cycles));
     report_guest_smp(guests_, m);
@@ -173,8 +275,10 @@ class EbizzyWorkload : public Workload {
   int threads_;
   bool pv_;
   std::uint64_t spread_ns_;
+  bool use_mmap_;
   std::vector<std::unique_ptr<GuestKernel>> guests_;
   std::vector<std::unique_ptr<GuestMm>> mms_;
+  std::vector<std::unique_ptr<GuestRwsem>> sems_;
   std::vector<std::unique_ptr<EbizzyVmStats>> stats_;
   std::vector<std::unique_ptr<EbizzyThread>> threads_list_;
 };
@@ -183,8 +287,9 @@ class EbizzyWorkload : public Workload {
 
 KVMSIM_REGISTER_WORKLOAD(
     ebizzy,
-    "ebizzy -M in every VM: threads that allocate, touch, copy and munmap chunks, each munmap "
-    "a remote TLB flush to the other vCPUs running the process (native or guest.pv_tlb_flush); "
+    "ebizzy -M (or -m, ebizzy.alloc) in every VM: threads that allocate, touch, copy and free "
+    "chunks, each free a remote TLB flush to the other vCPUs running the process (native or "
+    "guest.pv_tlb_flush) under mmap_sem; "
     "runs for sim.max_simulated_s",
     declare_ebizzy_params, [](const ParamSet& p) { return std::make_unique<EbizzyWorkload>(p); })
 

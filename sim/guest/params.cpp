@@ -140,6 +140,15 @@ void declare_guest_params(ParamRegistry& r) {
              "kvm_flush_tlb_others(), which leaves vCPUs whose steal-time area says PREEMPTED "
              "to the host (KVM_VCPU_FLUSH_TLB, flushed in record_steal_time() before their next "
              "entry); false = native IPIs to every target and a wait for all."});
+  // Guest rw_semaphore (sim/guest/rwsem.*, v4.16 rwsem-xadd.c): mm->mmap_sem.
+  r.declare({"cost.guest.rwsem_slowpath", ParamType::Dist, "150ns", "time", {}, {}, {},
+             "rwsem_down_read_failed() / rwsem_down_write_failed() before schedule(), or "
+             "rwsem_wake() -> __rwsem_mark_wake() on the releaser: the wait_lock and the "
+             "wait_list (estimate); drawn only on contention."});
+  r.declare({"guest.rwsem_spin_recheck_ns", ParamType::Int, "2000", "ns", 1, 1e6, {},
+             "Model granularity of a writer's optimistic spin (rwsem_spin_on_owner()): the "
+             "spinner re-reads sem->owner and the owner's steal-time `preempted` byte after "
+             "each stretch of this length (the kernel re-reads them every loop iteration)."});
   r.declare({"cost.guest.flush_tlb_local", ParamType::Dist, "200ns", "time", {}, {}, {},
              "flush_tlb_mm_range() on the initiator: inc_mm_tlb_gen() and the local flush "
              "(a range above tlb_single_page_flush_ceiling, 33 pages, is a full flush) "

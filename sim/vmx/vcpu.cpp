@@ -38,6 +38,13 @@ void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
 // next entry (KVM_REQ_STEAL_UPDATE).
 void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
   preempted_ = false;
+  // A vCPU that yielded in kvm_vcpu_on_spin() returns from yield_to()'s
+  // schedule() and leaves it: kvm_vcpu_set_in_spin_loop(me, false), and
+  // kvm_vcpu_set_dy_eligible(me, false) for its next spin loop.
+  if (in_spin_loop_) {
+    in_spin_loop_ = false;
+    dy_eligible_ = false;
+  }
   // vmx_sched_in() -> shrink_ple_window(): ple_window_shrink 0 (v4.16's
   // default) resets the window to ple_window.
   if (vmx_.ple_gap && ple_window_cur_) {
@@ -81,14 +88,17 @@ Tsc Vcpu::record_steal_time(Tsc now) {
 
 // kvm_vcpu_on_spin(me, yield_to_kernel_mode = true) of v4.16: two passes
 // over the VM's vCPUs starting after kvm->last_boosted_vcpu; a candidate is
-// preempted (runnable, not running: vcpu->preempted), not me, and was in
-// guest kernel mode (kvm_arch_vcpu_in_kernel()); kvm_vcpu_yield_to() ->
-// yield_to() makes it the next buddy of its run queue and yields this
-// thread. Up to three candidates that could not be yielded to (running by
-// now) end the scan. Not modelled: the dy_eligible toggle (only matters for
-// a candidate that is itself inside kvm_vcpu_on_spin()).
+// preempted (runnable, not running: vcpu->preempted), not me, was in guest
+// kernel mode (kvm_arch_vcpu_in_kernel()) and passes
+// kvm_vcpu_eligible_for_directed_yield(); kvm_vcpu_yield_to() -> yield_to()
+// makes it the next buddy of its run queue and yields this thread. Up to
+// three candidates that could not be yielded to (running by now) end the
+// scan. me->spin_loop.in_spin_loop is set for the scan; when me yielded it
+// stays set until me runs again (sched_in), as me sits in yield_to()'s
+// schedule() meanwhile.
 void Vcpu::kvm_vcpu_on_spin(Tsc now) {
   if (!vm_vcpus_) return;
+  in_spin_loop_ = true;  // kvm_vcpu_set_in_spin_loop(me, true)
   auto& list = vm_vcpus_->vcpus;
   const int n = static_cast<int>(list.size());
   const int last = vm_vcpus_->last_boosted_vcpu;
@@ -102,17 +112,35 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
       if (pass && i > last) break;
       Vcpu* v = list[static_cast<std::size_t>(i)];
       if (v == this || !v->preempted_ || !v->in_kernel_at_exit_) continue;
+      if (!v->eligible_for_directed_yield()) {
+        ++stats_.dy_ineligible;
+        continue;
+      }
       HostScheduler& s = pcpu_->host().scheduler();
       if (s.yield_to(pcpu_->id(), v->se(), now)) {
         vm_vcpus_->last_boosted_vcpu = i;
         ++stats_.directed_yields;
         const int cpu = v->se().cpu;
         if (cpu != pcpu_->id()) pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
-        return;
+        return;  // in_spin_loop stays set until this vCPU runs again
       }
-      if (--tries == 0) return;
+      if (--tries == 0) break;
     }
+    if (tries == 0) break;
   }
+  // No yield: kvm_vcpu_set_in_spin_loop(me, false); dy_eligible(me, false).
+  in_spin_loop_ = false;
+  dy_eligible_ = false;
+}
+
+// kvm_vcpu_eligible_for_directed_yield() (v4.16 virt/kvm/kvm_main.c): a
+// vCPU not in a spin loop is eligible; one that is (it yielded in its own
+// kvm_vcpu_on_spin() and waits to run) is eligible every other time it is
+// considered, so that spinners do not keep boosting each other.
+bool Vcpu::eligible_for_directed_yield() {
+  const bool eligible = !in_spin_loop_ || dy_eligible_;
+  if (in_spin_loop_) dy_eligible_ = !dy_eligible_;
+  return eligible;
 }
 
 bool Vcpu::steal_time_cmpxchg_flush(std::uint8_t state) {
@@ -775,8 +803,13 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       // kvm_vcpu_on_spin(vcpu, true); the guest's PAUSE loop resumes after.
       cost += costs_.handle_pause(rng());
       ++stats_.pause_exits;
-      ple_window_cur_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-          std::uint64_t{ple_window_cur_} * vmx_.ple_window_grow, vmx_.ple_window_max));
+      {
+        const std::uint32_t old = ple_window_cur_;
+        ple_window_cur_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+            std::uint64_t{ple_window_cur_} * vmx_.ple_window_grow, vmx_.ple_window_max));
+        if (ple_window_cur_ > old) ++stats_.ple_window_grows;
+        stats_.ple_window_peak = std::max(stats_.ple_window_peak, ple_window_cur_);
+      }
       kvm_vcpu_on_spin(now);
       break;
     case ExitReason::HLT:

@@ -180,6 +180,11 @@ struct VcpuStats {
   std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
   std::uint64_t pause_exits = 0;            // PAUSE_INSTRUCTION exits (PLE)
   std::uint64_t directed_yields = 0;        // kvm_vcpu_on_spin() yielded to a vCPU
+  // Candidates kvm_vcpu_eligible_for_directed_yield() passed over (they were
+  // inside kvm_vcpu_on_spin() themselves and their dy_eligible was false).
+  std::uint64_t dy_ineligible = 0;
+  std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
+  std::uint32_t ple_window_peak = 0;   // the largest vmx->ple_window reached (max over vCPUs)
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
     entries += o.entries;
@@ -197,6 +202,9 @@ struct VcpuStats {
     pv_tlb_flushes += o.pv_tlb_flushes;
     pause_exits += o.pause_exits;
     directed_yields += o.directed_yields;
+    dy_ineligible += o.dy_ineligible;
+    ple_window_grows += o.ple_window_grows;
+    ple_window_peak = ple_window_peak > o.ple_window_peak ? ple_window_peak : o.ple_window_peak;
     return *this;
   }
 };
@@ -378,6 +386,14 @@ class Vcpu : public HostThread {
   bool ple_armed_ = false;  // the guest spins; the segment ends at the PLE window
   Tsc ple_deadline_ = 0;
   std::uint32_t ple_window_cur_ = 0;  // vmx->ple_window (0: not set yet)
+  // vcpu->spin_loop (CONFIG_HAVE_KVM_CPU_RELAX_INTERCEPT): in_spin_loop from
+  // handle_pause() until this vCPU leaves kvm_vcpu_on_spin(), which for a
+  // vCPU that yielded is when it runs again; dy_eligible toggles each time
+  // another spinner considers it meanwhile.
+  bool in_spin_loop_ = false;
+  bool dy_eligible_ = false;
+  // kvm_vcpu_eligible_for_directed_yield(): may toggle dy_eligible_.
+  bool eligible_for_directed_yield();
   bool in_kernel_at_exit_ = true;   // the guest's CPL was 0 at the last exit       // pre-v5.6: the
                                     // host copy is written back after the entry stage
   Tsc steal_recorded_ = 0;          // run delay already reported to the guest

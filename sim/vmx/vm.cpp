@@ -138,6 +138,9 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
     m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
     m["vcpu.directed_yields"] = static_cast<double>(vs.directed_yields);
+    m["vcpu.dy_ineligible"] = static_cast<double>(vs.dy_ineligible);
+    m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
+    m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);
   }
   if (vs.pv_tlb_flush_requests || vs.pv_tlb_flushes) {  // only runs that use PV TLB flush
     m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(vs.pv_tlb_flush_requests);

@@ -122,4 +122,70 @@ TEST_CASE(
   // The yields let preempted targets run before the initiators' slices end.
   CHECK(m(on, "tlb.wait_avg_us") < 0.5 * m(off, "tlb.wait_avg_us"));
   CHECK(m(on, "invariants.violations") == 0);
+  // handle_pause() -> grow_ple_window(): every exit doubles the window (from
+  // ple_window 4096, reset at sched_in) up to ple_window_max.
+  CHECK(off.find("vcpu.ple_window_peak") == off.end());
+  CHECK(m(on, "vcpu.ple_window_grows") == m(on, "vcpu.pause_exits"));
+  CHECK(m(on, "vcpu.ple_window_peak") >= 2 * 4096);
+  CHECK(m(on, "vcpu.ple_window_peak") <= 1073741823.0);
+  // kvm_vcpu_eligible_for_directed_yield(): a candidate that yielded in its
+  // own kvm_vcpu_on_spin() and waits to run is passed over every other time.
+  CHECK(m(on, "vcpu.dy_ineligible") > 0);
+  const auto capped =
+      run_metrics("tlb-ple-max", s + "--set kvm.ple_gap=128 --set kvm.ple_window_max=8192");
+  CHECK(m(capped, "vcpu.ple_window_peak") == 8192);
+  CHECK(m(capped, "vcpu.ple_window_grows") < m(capped, "vcpu.pause_exits"));
+}
+
+TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never blocks",
+          "[cli][tlb][rwsem]") {
+  // -M: free() trims the arena with madvise(MADV_DONTNEED) under
+  // down_read(); no writer, so no reader waits however many are preempted.
+  const auto r = run_metrics("rwsem-M-16", kT4 + "--set vm.vcpus=16 --set sim.max_simulated_s=0.3");
+  CHECK(m(r, "mmap_sem.write_acquires") == 0);
+  CHECK(m(r, "mmap_sem.read_contended") == 0);
+  CHECK(m(r, "mmap_sem.read_sleeps") == 0);
+  // Two read holds per record (the faults, the madvise), plus those in flight.
+  CHECK(m(r, "mmap_sem.read_acquires") >= 2 * m(r, "ebizzy.vm0.records"));
+  CHECK(m(r, "mmap_sem.read_acquires") <= 2 * m(r, "ebizzy.vm0.records") + 2 * 16);
+  CHECK(m(r, "invariants.violations") == 0);
+}
+
+TEST_CASE(
+    "ebizzy -m: a contended writer spins on a running owner and sleeps when the owner's vCPU "
+    "is preempted",
+    "[cli][tlb][rwsem]") {
+  const std::string s = kT4 + "--set ebizzy.alloc=mmap --set sim.max_simulated_s=0.3 ";
+  // 8 vCPUs on 8 pCPUs: no vCPU thread is preempted, so a writer that finds
+  // the lock held by a writer spins (rwsem_optimistic_spin()), and never
+  // sleeps because of a preempted owner.
+  const auto n8 = run_metrics("rwsem-m-8", s);
+  CHECK(m(n8, "mmap_sem.write_contended") > 0);
+  CHECK(m(n8, "mmap_sem.write_spins") > 0);
+  CHECK(m(n8, "mmap_sem.spin_acquires") > 0);
+  CHECK(m(n8, "mmap_sem.sleeps_owner_preempted") == 0);
+  // 16 vCPUs: owners are preempted while they hold the lock (in their
+  // flush); writers that see vcpu_is_preempted() sleep instead of spinning,
+  // readers (the faults) sleep behind the writer.
+  const auto n16 = run_metrics("rwsem-m-16", s + "--set vm.vcpus=16");
+  CHECK(m(n16, "mmap_sem.sleeps_owner_preempted") > 0);
+  CHECK(m(n16, "mmap_sem.write_sleeps") >= m(n16, "mmap_sem.sleeps_owner_preempted"));
+  CHECK(m(n16, "mmap_sem.read_sleeps") > 0);
+  // The releases wake the sleepers (readers get the lock with the wake-up,
+  // a woken writer retries and may lose it to a running writer).
+  CHECK(m(n16, "mmap_sem.wakeups") > 0);
+  CHECK(m(n16, "mmap_sem.read_acquires") + m(n16, "mmap_sem.write_acquires") >
+        2 * m(n16, "ebizzy.vm0.records"));
+  CHECK(m(n16, "invariants.violations") == 0);
+}
+
+TEST_CASE("ebizzy -m with PV flush and host hogs: no flush is lost under mmap_sem",
+          "[cli][tlb][rwsem]") {
+  const auto r = run_metrics(
+      "rwsem-m-pv", kT4 +
+                        "--set ebizzy.alloc=mmap --set vm.vcpus=16 --set guest.pv_tlb_flush=true "
+                        "--set host.hog.count=4 --set sim.max_simulated_s=0.3");
+  CHECK(m(r, "invariants.violations") == 0);
+  CHECK(m(r, "tlb.pv_targets") > 0);
+  CHECK(m(r, "mmap_sem.write_acquires") > 0);
 }
