@@ -25,10 +25,10 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
     const char* args;
     std::uint64_t fingerprint;
   } pinned[] = {
-      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 1503741298337996},
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 176060954133113},
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
-       8436862891896967},
+       4359487507879848},
       {"scenarios/tscdeadline_latency.yaml", 1600299439422780},
       {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 8509027281727070},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
