@@ -6,7 +6,6 @@
 // modelled guest, so the processor priority is the ISR's priority class.
 #pragma once
 
-#include <bitset>
 #include <cstdint>
 
 namespace kvmsim {
@@ -42,15 +41,15 @@ class ApicIrqState {
   int ack() {
     const int v = deliverable();
     if (v == kNone) return kNone;
-    irr_.reset(static_cast<std::size_t>(v));
-    isr_.set(static_cast<std::size_t>(v));
+    irr_.reset(static_cast<unsigned>(v));
+    isr_.set(static_cast<unsigned>(v));
     return v;
   }
   // apic_set_eoi() (or the virtualized EOI with APICv): clear the highest
   // ISR vector; returns it (kNone for a spurious EOI).
   int eoi() {
     const int v = highest_isr();
-    if (v != kNone) isr_.reset(static_cast<std::size_t>(v));
+    if (v != kNone) isr_.reset(static_cast<unsigned>(v));
     return v;
   }
 
@@ -70,21 +69,29 @@ class ApicIrqState {
     if (!on_) return 0;
     on_ = false;
     int n = 0;
-    for (int v = 255; v >= 0; --v)
-      if (pir_.test(static_cast<std::size_t>(v)))
-        n += set_irr(static_cast<std::uint8_t>(v)) ? 1 : 0;
-    pir_.reset();
+    for (int w = 0; w < 4; ++w) {  // word by word, as vmx_sync_pir_to_irr() does
+      n += __builtin_popcountll(pir_.w[w] & ~irr_.w[w]);
+      irr_.w[w] |= pir_.w[w];
+      pir_.w[w] = 0;
+    }
     return n;
   }
 
  private:
-  static int highest(const std::bitset<256>& b) {
-    if (b.none()) return kNone;
-    for (int v = 255; v >= 0; --v)
-      if (b.test(static_cast<std::size_t>(v))) return v;
+  // A 256-bit register as four 64-bit words (the highest set bit found with
+  // one count-leading-zeros per word instead of a 256-step scan).
+  struct Bits256 {
+    std::uint64_t w[4] = {0, 0, 0, 0};
+    [[nodiscard]] bool test(unsigned v) const { return (w[v >> 6] >> (v & 63)) & 1u; }
+    void set(unsigned v) { w[v >> 6] |= std::uint64_t{1} << (v & 63); }
+    void reset(unsigned v) { w[v >> 6] &= ~(std::uint64_t{1} << (v & 63)); }
+  };
+  static int highest(const Bits256& b) {
+    for (int i = 3; i >= 0; --i)
+      if (b.w[i]) return i * 64 + 63 - __builtin_clzll(b.w[i]);
     return kNone;
   }
-  std::bitset<256> irr_, isr_, pir_;
+  Bits256 irr_, isr_, pir_;
   bool on_ = false;
 };
 

@@ -25,10 +25,10 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
     const char* args;
     std::uint64_t fingerprint;
   } pinned[] = {
-      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 6101214296268152},
+      {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000", 176060954133113},
       {"scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set "
        "kvm.enable_hv_timer=false",
-       1503061110816694},
+       4359487507879848},
       {"scenarios/tscdeadline_latency.yaml", 5044736680937457},
       {"scenarios/tscdeadline_latency.yaml --set kvm.hv_timer_advance=false", 5963444476703501},
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864", 3951824705109539},
