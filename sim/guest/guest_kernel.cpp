@@ -440,8 +440,13 @@ GuestStep GuestKernel::irq_step(Tsc now) {
   if (need_resched_ && has_resume_ &&
       (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll))
     has_resume_ = false;
-  // ack_APIC_irq(): the model does not trap this guest's EOI write (as if
-  // APICv virtualized it); then a vector that became pending meanwhile.
+  // ack_APIC_irq(): no exit. With APICv the EOI is virtualized; without it
+  // a Linux guest on KVM uses PV EOI (KVM_FEATURE_PV_EOI, v3.6+:
+  // kvm_guest_apic_eoi_write() clears the flag KVM set at injection by
+  // apic_sync_pv_eoi_to_guest() and skips the x2APIC EOI WRMSR; KVM reads it
+  // back at the next exit). Not modelled: the EOI that does exit when
+  // another vector was pending at injection (KVM then leaves PV EOI off).
+  // Then a vector that became pending meanwhile.
   vcpu_.lapic().virtual_eoi();
   vcpu_.deliver_pending_interrupt(now);
   return step(now);
