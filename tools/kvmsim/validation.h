@@ -419,6 +419,40 @@ inline std::string markdown_cell(std::string s) {
   return s;
 }
 
+// Renders cells (row 0 the header) as a Markdown table (cells after the
+// header through markdown_cell()) or as aligned text, `right[k]` marking the
+// right-aligned columns.
+inline std::string render_cells(const std::vector<std::vector<std::string>>& cells,
+                                const std::vector<bool>& right, bool markdown) {
+  std::string out;
+  if (markdown) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      out += "|";
+      for (const auto& c : cells[i]) out += " " + (i == 0 ? c : markdown_cell(c)) + " |";
+      out += "\n";
+      if (i == 0) {
+        out += "|";
+        for (const bool r : right) out += r ? "---:|" : "---|";
+        out += "\n";
+      }
+    }
+    return out;
+  }
+  std::vector<std::size_t> width(right.size(), 0);
+  for (const auto& row : cells)
+    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      const std::string pad(width[k] - row[k].size(), ' ');
+      line += right[k] ? pad + row[k] : row[k] + (k + 1 < row.size() ? pad : "");
+      if (k + 1 < row.size()) line += "  ";
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 // The table: aligned plain text, or a Markdown table with the header row
 // "| experiment | switch/setting | metric | published | simulated | error | tolerance |
 // within tolerance |".
@@ -432,33 +466,7 @@ inline std::string format_table(const std::vector<Row>& rows, bool markdown) {
                      r.tolerance, r.pass ? "yes" : "no"});
   // Numbers right-aligned in the text form.
   const std::vector<bool> right = {false, false, false, true, true, true, false, false};
-  std::string out;
-  if (markdown) {
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      out += "|";
-      for (const auto& c : cells[i]) out += " " + (i == 0 ? c : markdown_cell(c)) + " |";
-      out += "\n";
-      if (i == 0) {
-        out += "|";
-        for (std::size_t k = 0; k < header.size(); ++k) out += right[k] ? "---:|" : "---|";
-        out += "\n";
-      }
-    }
-    return out;
-  }
-  std::vector<std::size_t> width(header.size(), 0);
-  for (const auto& row : cells)
-    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t k = 0; k < row.size(); ++k) {
-      const std::string pad(width[k] - row[k].size(), ' ');
-      line += right[k] ? pad + row[k] : row[k] + (k + 1 < row.size() ? pad : "");
-      if (k + 1 < row.size()) line += "  ";
-    }
-    out += line + "\n";
-  }
-  return out;
+  return render_cells(cells, right, markdown);
 }
 
 inline std::string format_sensitivity(const std::vector<SensitivityRow>& rows, double step,
@@ -487,33 +495,7 @@ inline std::string format_sensitivity(const std::vector<SensitivityRow>& rows, d
   }
   if (rows.empty()) return "(no published figure moves)\n";
   const std::vector<bool> right = {false, false, false, false, true, true, true, true, true, false};
-  std::string out;
-  if (markdown) {
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      out += "|";
-      for (const auto& x : cells[i]) out += " " + (i == 0 ? x : markdown_cell(x)) + " |";
-      out += "\n";
-      if (i == 0) {
-        out += "|";
-        for (bool r : right) out += r ? "---:|" : "---|";
-        out += "\n";
-      }
-    }
-    return out;
-  }
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& row : cells)
-    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t k = 0; k < row.size(); ++k) {
-      const std::string pad(width[k] - row[k].size(), ' ');
-      line += right[k] ? pad + row[k] : row[k] + (k + 1 < row.size() ? pad : "");
-      if (k + 1 < row.size()) line += "  ";
-    }
-    out += line + "\n";
-  }
-  return out;
+  return render_cells(cells, right, markdown);
 }
 
 }  // namespace kvmsim::validate
