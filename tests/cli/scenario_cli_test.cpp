@@ -20,6 +20,16 @@ TEST_CASE("a wrongly typed --set value is an error naming the key", "[cli][error
                            Catch::Contains("expected true or false"));
 }
 
+TEST_CASE("a misspelt subcommand is named and the subcommands are listed", "[cli][errors]") {
+  const auto r = run_cli("rnu scenarios/cyclictest_pinned.yaml");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("unknown subcommand 'rnu'") &&
+                           Catch::Contains("run, params, trace-stats"));
+  const auto none = run_cli("");
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.output, Catch::Contains("A subcommand is required"));
+}
+
 TEST_CASE("an out-of-range --set value is an error stating the range", "[cli][errors]") {
   const auto r =
       run_cli("run scenarios/cyclictest_pinned.yaml --set platform.preemption_timer_rate=40");

@@ -75,6 +75,22 @@ int sc_main(int argc, char* argv[]) {
   const auto validate = add_validate_command(app);
   const auto python_commands = add_python_commands(app);  // sweep, plot (issue 11)
 
+  // CLI11 reports a misspelt subcommand as "A subcommand is required", which
+  // hides the typo: name it and list the subcommands instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == word;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "kvmsim: error: unknown subcommand '" << word << "' (one of: " << names << ")\n"
+                << "Run 'kvmsim --help' or 'kvmsim SUBCOMMAND --help' for usage.\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
