@@ -63,9 +63,10 @@ TEST_CASE("cpuidle: malformed state tables and menu without a table are errors",
   auto r = run_cli("run " + kIdle1k + " -q --set host.cpuidle=menu --set host.cpuidle_states=C1:2");
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("host.cpuidle_states") != std::string::npos);
+  // The Haswell desktop platform file has no state table.
   r = run_cli(
-      "run scenarios/cyclictest_fastpath.yaml -q --set host.cpuidle=menu "
-      "--set cyclictest.loops=10");
+      "run scenarios/tscdeadline_latency.yaml -q --set host.cpuidle=menu "
+      "--set tscdeadline_latency.size=10");
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("host.cpuidle") != std::string::npos);
 }
