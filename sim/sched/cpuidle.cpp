@@ -23,7 +23,8 @@ std::vector<CpuidleState> parse_cpuidle_states(const std::string& table, int max
     s.name = item.substr(0, a);
     try {
       std::size_t used = 0;
-      const std::string el = item.substr(a + 1, b - a - 1), tr = item.substr(b + 1);
+      const std::string el = item.substr(a + 1, b - a - 1);
+      const std::string tr = item.substr(b + 1);
       const unsigned long e = std::stoul(el, &used);
       if (used != el.size()) throw std::invalid_argument(el);
       const unsigned long t = std::stoul(tr, &used);
@@ -65,7 +66,8 @@ int MenuGovernor::which_bucket(std::uint64_t duration_us) {
 void MenuGovernor::typical_interval() {
   std::uint64_t thresh = std::numeric_limits<std::uint32_t>::max();
   for (;;) {
-    std::uint64_t max = 0, sum = 0;
+    std::uint64_t max = 0;
+    std::uint64_t sum = 0;
     int n = 0;
     for (const std::uint64_t v : intervals_)
       if (v <= thresh) {
