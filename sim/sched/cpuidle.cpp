@@ -138,6 +138,7 @@ CpuidleConfig cpuidle_config(const ParamSet& p, const TscClock& clk) {
   c.enabled = p.s("host.cpuidle") == "menu";
   c.latency_req_us = static_cast<std::uint64_t>(p.i("host.cpuidle_latency_req_us"));
   c.enter_cost = p.dist("cost.host.idle_enter").bind(clk);
+  c.select_cost = p.dist("cost.host.cpuidle_select").bind(clk);
   if (c.enabled) {
     c.states =
         parse_cpuidle_states(p.s("host.cpuidle_states"), static_cast<int>(p.i("host.max_cstate")));

@@ -86,7 +86,8 @@ struct CpuidleConfig {
   bool enabled = false;
   std::vector<CpuidleState> states;  // [0] = POLL
   std::uint64_t latency_req_us = 0;  // PM QoS cpu_dma_latency
-  Sampler enter_cost;                // cost.host.idle_enter
+  Sampler enter_cost;                // cost.host.idle_enter: tick_nohz_idle_enter()
+  Sampler select_cost;               // cost.host.cpuidle_select: each idle-loop round
 };
 CpuidleConfig cpuidle_config(const ParamSet& p, const TscClock& clk);
 

@@ -48,10 +48,13 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              "PM QoS CPU latency limit (/dev/cpu_dma_latency; default: none): states with a "
              "larger exit latency are not chosen; 0 = POLL only."});
-  r.declare({"cost.host.idle_enter", ParamType::Dist, "1500ns", "time", {}, {}, {},
-             "Host idle entry with host.cpuidle menu, IRQs off: tick_nohz_idle_enter() "
-             "stopping the tick (get_next_timer_interrupt, clockevent reprogram), "
-             "menu_select(), intel_idle() up to MWAIT. Estimate, not measured."});
+  r.declare({"cost.host.idle_enter", ParamType::Dist, "1000ns", "time", {}, {}, {},
+             "Host idle entry with host.cpuidle menu, IRQs off, once per idle period: "
+             "tick_nohz_idle_enter() stopping the tick (get_next_timer_interrupt, clockevent "
+             "reprogram). Estimate, not measured."});
+  r.declare({"cost.host.cpuidle_select", ParamType::Dist, "500ns", "time", {}, {}, {},
+             "Each round of the host idle loop with host.cpuidle menu: cpuidle_idle_call() -> "
+             "menu_select(), cpuidle_enter_state(), intel_idle() up to MWAIT. Estimate."});
   r.declare({"noise.irq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},
              "Rate of host device interrupts/IPIs landing on each vCPU's pCPU (Poisson)."});
   r.declare({"noise.irq.duration", ParamType::Dist, "5us", "time", {}, {}, {},

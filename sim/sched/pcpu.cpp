@@ -96,7 +96,7 @@ void Pcpu::end_idle(Tsc now) {
 // cpu_idle_loop(): without cpuidle the idle task just waits for an
 // interrupt (the calibrated hosts); with it, tick_nohz_idle_enter() and
 // cpuidle_select() run with interrupts off before the C-state.
-void Pcpu::enter_idle(Tsc now) {
+void Pcpu::enter_idle(Tsc now, bool first) {
   cstate_ = -1;
   if (!costs_.cpuidle.enabled) {
     run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
@@ -106,7 +106,12 @@ void Pcpu::enter_idle(Tsc now) {
     stats_.cpuidle.usage.assign(costs_.cpuidle.states.size(), 0);
     stats_.cpuidle.residency.assign(costs_.cpuidle.states.size(), 0);
   }
-  run_until(Stage::HostIdleEnter, SegKind::HostIrqOff, now + costs_.cpuidle.enter_cost(rng_));
+  // tick_nohz_idle_enter() runs once when the idle task starts; each round
+  // of the loop (after an interrupt that set no need_resched) runs only
+  // cpuidle_idle_call(): irq_exit() already stopped the tick again.
+  Tsc c = costs_.cpuidle.select_cost(rng_);
+  if (first) c += costs_.cpuidle.enter_cost(rng_);
+  run_until(Stage::HostIdleEnter, SegKind::HostIrqOff, now + c);
 }
 
 // cpuidle_idle_call(): need_resched ends the loop before MWAIT; otherwise
@@ -156,7 +161,7 @@ void Pcpu::cstate_exited(Tsc now) {
     schedule(now);
     return;
   }
-  enter_idle(now);
+  enter_idle(now, false);
 }
 
 void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
@@ -415,7 +420,7 @@ void Pcpu::step(Tsc now) {
         schedule(now);
       } else if (saved_stage_ == Stage::HostIdle && !curr_ && costs_.cpuidle.enabled &&
                  saved_remaining_ != 0) {
-        enter_idle(now);  // no need_resched: the idle loop goes round (cpuidle_idle_call())
+        enter_idle(now, false);  // no need_resched: the idle loop goes round
       } else {
         const Tsc end = saved_remaining_ == kTscNever ? kTscNever : now + saved_remaining_;
         run_until(saved_stage_, saved_kind_, end);

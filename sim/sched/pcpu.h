@@ -221,7 +221,8 @@ class Pcpu : public sc_core::sc_module {
   void switch_to(HostThread* next, Tsc now);
   void end_idle(Tsc now);  // the idle loop sees need_resched
   // Host cpuidle (sim/sched/cpuidle.h), all no-ops but the first without it.
-  void enter_idle(Tsc now);     // cpu_idle_loop(): wait, or idle entry + governor
+  // cpu_idle_loop(): wait, or idle entry (`first`: the tick stop) + governor
+  void enter_idle(Tsc now, bool first = true);
   void select_cstate(Tsc now);  // menu_select(), then MWAIT
   void exit_cstate(Tsc now);    // an interrupt / need_resched wakes the core
   void cstate_exited(Tsc now);  // back in C0: menu_update(), handle the IRQ or schedule
