@@ -37,6 +37,8 @@ enum class Stage : std::uint8_t {
   HaltPoll,       // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
   VcpuRun,        // vcpu_run() loop between two vcpu_enter_guest(), IRQs on (pending timer injection)
   GuestHaltPoll,  // guest cpuidle poll state (cpuidle-haltpoll's poll_idle()) before HLT
+  HostIdleEnter,  // host do_idle(): tick_nohz_idle_enter() + cpuidle_select(), IRQs off
+  HostCstateExit, // the core leaving a C-state (exit latency) before the IRQ is taken
   Count
 };
 
@@ -64,6 +66,10 @@ inline std::string_view stage_name(Stage s) {
       return "vcpu_run";
     case Stage::GuestHaltPoll:
       return "guest_halt_poll";
+    case Stage::HostIdleEnter:
+      return "host_idle_enter";
+    case Stage::HostCstateExit:
+      return "host_cstate_exit";
     case Stage::VcpuWakeup:
       return "vcpu_wakeup";
     case Stage::HostIrq:

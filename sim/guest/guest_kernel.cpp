@@ -27,6 +27,8 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
     tick_phase_ = boot_phase("tick", tick_.period);
   }
   if (cfg_.watchdog_s) watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
+  if (cfg_.clocksource_watchdog_ms)
+    cs_watchdog_.period = guest_tsc_khz_ * cfg_.clocksource_watchdog_ms;
 }
 
 std::uint64_t GuestKernel::boot_phase(const char* timer, std::uint64_t period) const {
@@ -204,10 +206,13 @@ GuestStep GuestKernel::step(Tsc now) {
           (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll)))
       return last_ = resume_;
   }
-  if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s)) {
+  if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s || cfg_.clocksource_watchdog_ms)) {
     tick_started_ = true;
     if (cfg_.watchdog_s)
       hrtimer_start(&watchdog_, guest_tsc(now) + 1 + boot_phase("watchdog", watchdog_.period));
+    if (cfg_.clocksource_watchdog_ms)  // a timer-wheel timer; its jiffy's wake-up as an hrtimer
+      hrtimer_start(&cs_watchdog_,
+                    guest_tsc(now) + 1 + boot_phase("cs_watchdog", cs_watchdog_.period));
     if (cfg_.hz) tick_start(now);  // queues the first clockevent write
   }
   if (!kq_.empty()) {

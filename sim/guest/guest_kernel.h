@@ -31,6 +31,7 @@ struct GuestCosts {
   Sampler nohz_stop;           // tick_nohz_idle_stop_tick() when it stops the tick
   Sampler nohz_restart;        // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
   Sampler watchdog;            // watchdog_timer_fn(): softlockup check
+  Sampler clocksource_watchdog;  // clocksource_watchdog(): read and compare two clocksources
   // SMP (sim/guest/guest_smp.h): the three cost.guest.* below are drawn only
   // by workloads that wake tasks across vCPUs or make cross calls.
   Sampler ttwu_remote;            // try_to_wake_up() onto another vCPU, up to the ICR write
@@ -52,6 +53,13 @@ struct GuestConfig {
   // by default); 0 = nowatchdog. It keeps a timer queued at all times, so
   // hrtimer_interrupt() always reprograms the clockevent for a next event.
   unsigned watchdog_s = 0;
+  // kernel/time/clocksource.c's clocksource_watchdog() timer, every
+  // WATCHDOG_INTERVAL (HZ >> 1 jiffies = 500 ms), not deferrable, while a
+  // registered clocksource has CLOCK_SOURCE_MUST_VERIFY (the TSC of a 4.x
+  // KVM guest: no X86_FEATURE_TSC_RELIABLE) and a watchdog (kvm-clock)
+  // exists; 0 = not running. With one vCPU it stays on vCPU 0 (add_timer_on
+  // moves it to the next online CPU each round).
+  unsigned clocksource_watchdog_ms = 0;
   // CONFIG_NO_HZ_IDLE active (false: nohz=off, the tick runs in idle too).
   bool nohz = true;
   // cpuidle-haltpoll (drivers/cpuidle/cpuidle-haltpoll.c with the haltpoll
@@ -275,6 +283,7 @@ class GuestKernel : public GuestVcpu {
   GuestConfig cfg_;
   PeriodicTimer tick_{&GuestCosts::tick};
   PeriodicTimer watchdog_{&GuestCosts::watchdog};
+  PeriodicTimer cs_watchdog_{&GuestCosts::clocksource_watchdog};
   std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool tick_running_ = false;
   bool tick_started_ = false;

@@ -21,6 +21,7 @@ GuestCosts guest_costs(const ParamSet& p, const TscClock& clk) {
   gc.nohz_stop = S("cost.guest.nohz_stop");
   gc.nohz_restart = S("cost.guest.nohz_restart");
   gc.watchdog = S("cost.guest.watchdog");
+  gc.clocksource_watchdog = S("cost.guest.clocksource_watchdog");
   gc.ttwu_remote = S("cost.guest.ttwu_remote");
   gc.resched_ipi_handler = S("cost.guest.resched_ipi_handler");
   gc.smp_call_function = S("cost.guest.smp_call_function");
@@ -34,6 +35,7 @@ GuestConfig guest_config(const ParamSet& p) {
   g.hz = static_cast<unsigned>(p.i("guest.hz"));
   g.idle_hlt = p.s("guest.idle") == "hlt";
   g.watchdog_s = static_cast<unsigned>(p.i("guest.watchdog_s"));
+  g.clocksource_watchdog_ms = static_cast<unsigned>(p.i("guest.clocksource_watchdog_ms"));
   g.nohz = p.b("guest.nohz");
   g.haltpoll.max_ns = static_cast<unsigned>(p.i("guest.haltpoll_ns"));
   g.haltpoll.grow = static_cast<unsigned>(p.i("guest.haltpoll_grow"));

@@ -107,6 +107,12 @@ void declare_guest_params(ParamRegistry& r) {
              "Softlockup watchdog hrtimer period (watchdog_thresh 10 s -> 4 s); 0 = nowatchdog (RT guests)."});
   r.declare({"cost.guest.watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
              "Guest watchdog_timer_fn(): touch the softlockup stamp, wake the watchdog."});
+  r.declare({"guest.clocksource_watchdog_ms", ParamType::Int, "0", "ms", 0, 60000, {},
+             "clocksource_watchdog() timer period (WATCHDOG_INTERVAL: 500 ms) while the guest "
+             "TSC is CLOCK_SOURCE_MUST_VERIFY under kvm-clock (4.x guests); 0 = not running."});
+  r.declare({"cost.guest.clocksource_watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
+             "Guest clocksource_watchdog(): read the watched clocksource and the watchdog, "
+             "compare, re-arm. Estimate."});
   r.declare({"cost.guest.tick", ParamType::Dist, "1us", "time", {}, {}, {},
              "Guest tick_sched_timer(): update_process_times(), scheduler_tick()."});
   r.declare({"cost.guest.nohz_stop", ParamType::Dist, "500ns", "time", {}, {}, {},

@@ -20,6 +20,7 @@ PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk) {
   pc.noise_irq_duration = S("noise.irq.duration");
   pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
   pc.softirq_duration = S("noise.softirq.duration");
+  pc.cpuidle = cpuidle_config(p, clk);
   return pc;
 }
 
@@ -118,11 +119,30 @@ void Host::report(Metrics& m, const TscClock& clk) const {
     softirqs += c->stats().softirq_runs;
     resched += c->stats().resched_ipis;
     ipis += c->stats().ipis;
-    // The pCPU's C0 residency: time not in the idle task.
     m[fmt::format("host.cpu.{}.poll_s", c->id())] =
         clk.to_s(static_cast<double>(c->stats().poll_cycles));
+    // Time not in the idle task (threads running, polling included).
     m[fmt::format("host.cpu.{}.busy_frac", c->id())] =
         end ? static_cast<double>(c->busy_cycles(end)) / static_cast<double>(end) : 0.0;
+    // C0 residency as turbostat's %C0 (MPERF / TSC): the core executes. It
+    // adds to busy_frac the idle task's own work (host interrupts on the idle
+    // pCPU, idle entry and governor); C-state residency and the exit
+    // latency are not C0. Without host.cpuidle the idle loop's wait is the
+    // only non-C0 time.
+    m[fmt::format("host.cpu.{}.c0_frac", c->id())] =
+        end ? static_cast<double>(c->c0_cycles(end)) / static_cast<double>(end) : 0.0;
+    if (c->cpuidle().enabled) {
+      const auto& st = c->cpuidle().states;
+      const CpuidleStats& cs = c->stats().cpuidle;
+      for (std::size_t i = 0; i < st.size() && i < cs.usage.size(); ++i) {
+        m[fmt::format("host.cpu.{}.cpuidle.{}.usage", c->id(), st[i].name)] =
+            static_cast<double>(cs.usage[i]);
+        m[fmt::format("host.cpu.{}.cpuidle.{}.time_s", c->id(), st[i].name)] =
+            clk.to_s(static_cast<double>(cs.residency[i]));
+      }
+      m[fmt::format("host.cpu.{}.cpuidle.exit_s", c->id())] =
+          clk.to_s(static_cast<double>(cs.exit_cycles));
+    }
   }
   m["host.irqs"] = static_cast<double>(irqs);
   m["host.noise_irqs"] = static_cast<double>(noise);

@@ -1,6 +1,7 @@
 #include "sim/sched/pcpu.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim/sched/host.h"
 
@@ -90,6 +91,79 @@ void Pcpu::end_idle(Tsc now) {
   }
 }
 
+// --- Host cpuidle (sim/sched/cpuidle.h) ---------------------------------------
+
+// cpu_idle_loop(): without cpuidle the idle task just waits for an
+// interrupt (the calibrated hosts); with it, tick_nohz_idle_enter() and
+// cpuidle_select() run with interrupts off before the C-state.
+void Pcpu::enter_idle(Tsc now, bool first) {
+  cstate_ = -1;
+  if (!costs_.cpuidle.enabled) {
+    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+    return;
+  }
+  if (stats_.cpuidle.usage.empty()) {
+    stats_.cpuidle.usage.assign(costs_.cpuidle.states.size(), 0);
+    stats_.cpuidle.residency.assign(costs_.cpuidle.states.size(), 0);
+  }
+  // tick_nohz_idle_enter() runs once when the idle task starts; each round
+  // of the loop (after an interrupt that set no need_resched) runs only
+  // cpuidle_idle_call(): irq_exit() already stopped the tick again.
+  Tsc c = costs_.cpuidle.select_cost(rng_);
+  if (first) c += costs_.cpuidle.enter_cost(rng_);
+  run_until(Stage::HostIdleEnter, SegKind::HostIrqOff, now + c);
+}
+
+// cpuidle_idle_call(): need_resched ends the loop before MWAIT; otherwise
+// menu_select() with tick_nohz_get_sleep_length() (the next host hrtimer on
+// this pCPU: the LAPIC timer of a blocked vCPU, the host tick) and
+// intel_idle()'s MWAIT.
+void Pcpu::select_cstate(Tsc now) {
+  if (sched_.need_resched(id_) || !sched_.idle(id_)) {
+    schedule(now);
+    return;
+  }
+  const Tsc next = hrtimers_.next_expiry();
+  const std::uint64_t next_us =
+      next == kTscNever ? std::numeric_limits<std::uint32_t>::max()
+      : next > now
+          ? static_cast<std::uint64_t>(ctx_.clock.to_ns(static_cast<double>(next - now)) / 1000)
+          : 0;
+  cstate_ = menu_.select(costs_.cpuidle.states, next_us, costs_.cpuidle.latency_req_us);
+  ++stats_.cpuidle.usage[static_cast<std::size_t>(cstate_)];
+  cstate_enter_ = now;
+  run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+}
+
+// The core leaves the C-state: an interrupt (MWAIT breaks on it with
+// interrupts off, ecx = 1) or a store to the monitored thread flags. It
+// executes again after the state's exit latency (intel_idle's table value;
+// none if the interrupt was already pending at MWAIT).
+void Pcpu::exit_cstate(Tsc now) {
+  end_segment(now);
+  const auto& st = costs_.cpuidle.states[static_cast<std::size_t>(cstate_)];
+  const Tsc lat = now == cstate_enter_ ? 0 : ctx_.clock.from_ns(st.exit_latency_us * 1000.0);
+  run_until(Stage::HostCstateExit, SegKind::HostIrqOff, now + lat);
+}
+
+// Back in C0: cpuidle_enter_state() measured the residency (entry to now,
+// exit latency included), menu_update() learns from it; local_irq_enable()
+// takes the interrupt in the idle loop, or need_resched schedules.
+void Pcpu::cstate_exited(Tsc now) {
+  const double us = ctx_.clock.to_ns(static_cast<double>(now - cstate_enter_)) / 1000.0;
+  menu_.update(costs_.cpuidle.states, cstate_, static_cast<std::uint64_t>(us));
+  cstate_ = -1;
+  if (irq_pending() || pending_pi_) {
+    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);  // the IRQ nests at once
+    return;
+  }
+  if (sched_.need_resched(id_)) {
+    schedule(now);
+    return;
+  }
+  enter_idle(now, false);
+}
+
 void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
   if (from && from != this) {
     from->send_ipi(*this, HostIpi::Reschedule, std::max(ipi_at, now));  // smp_send_reschedule()
@@ -129,7 +203,7 @@ void Pcpu::schedule(Tsc now) {
     if (curr_)
       curr_->run(*this, now);
     else
-      run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+      enter_idle(now);
     return;
   }
   switch_to(next, now);
@@ -168,7 +242,7 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
   if (next)
     next->run(*this, now);
   else
-    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
+    enter_idle(now);
 }
 
 // --- Physical IPIs between pCPUs (issue 8) -----------------------------------
@@ -220,8 +294,23 @@ void Pcpu::poll_sources(Tsc now) {
   }
 }
 
+bool Pcpu::not_c0(Stage s) const {
+  if (s == Stage::HostCstateExit) return true;
+  return s == Stage::HostIdle && (!costs_.cpuidle.enabled || cstate_ > 0);
+}
+
+Tsc Pcpu::c0_cycles(Tsc now) const {
+  Tsc off = stats_.not_c0_cycles;
+  if (!in_nested_irq_ && not_c0(seg_stage_) && now > seg_begin_) off += now - seg_begin_;
+  return now > off ? now - off : 0;
+}
+
 void Pcpu::end_segment(Tsc now) {
   if (seg_stage_ == Stage::HaltPoll) stats_.poll_cycles += now - seg_begin_;
+  if (not_c0(seg_stage_)) stats_.not_c0_cycles += now - seg_begin_;
+  if (seg_stage_ == Stage::HostIdle && cstate_ >= 0)
+    stats_.cpuidle.residency[static_cast<std::size_t>(cstate_)] += now - seg_begin_;
+  if (seg_stage_ == Stage::HostCstateExit) stats_.cpuidle.exit_cycles += now - seg_begin_;
   if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
 }
 
@@ -303,8 +392,16 @@ void Pcpu::step(Tsc now) {
       end_segment(now);
       vmx_timer_ = kTscNever;
       curr_->guest_interrupted(*this, now);
+    } else if (seg_stage_ == Stage::HostIdle && cstate_ > 0 && !in_nested_irq_) {
+      exit_cstate(now);  // the interrupt is taken once the core is back in C0
     } else if ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) &&
                !in_nested_irq_) {
+      if (seg_stage_ == Stage::HostIdle && cstate_ == 0) {  // POLL: left at once
+        end_segment(now);
+        seg_begin_ = now;
+        cstate_exited(now);
+        if (seg_stage_ != Stage::HostIdle) return;
+      }
       end_segment(now);
       in_nested_irq_ = true;
       saved_stage_ = seg_stage_;
@@ -321,6 +418,9 @@ void Pcpu::step(Tsc now) {
         // irqentry_exit_to_user_mode() -> schedule(): user code is preempted.
         curr_->user_preempted(saved_remaining_);
         schedule(now);
+      } else if (saved_stage_ == Stage::HostIdle && !curr_ && costs_.cpuidle.enabled &&
+                 saved_remaining_ != 0) {
+        enter_idle(now, false);  // no need_resched: the idle loop goes round
       } else {
         const Tsc end = saved_remaining_ == kTscNever ? kTscNever : now + saved_remaining_;
         run_until(saved_stage_, saved_kind_, end);
@@ -331,6 +431,12 @@ void Pcpu::step(Tsc now) {
       curr_->run(*this, now);
     } else if (curr_) {
       curr_->run(*this, now);
+    } else if (seg_stage_ == Stage::HostIdleEnter) {
+      select_cstate(now);
+    } else if (seg_stage_ == Stage::HostCstateExit) {
+      cstate_exited(now);
+    } else if (seg_stage_ == Stage::HostIdle && cstate_ > 0) {
+      exit_cstate(now);  // need_resched seen by MWAIT's monitor (TIF_POLLING_NRFLAG): no IPI
     } else {
       schedule(now);  // the idle loop saw need_resched
     }

@@ -38,6 +38,7 @@
 #include "sim/core/dist.h"
 #include "sim/core/stage.h"
 #include "sim/sched/cfs.h"
+#include "sim/sched/cpuidle.h"
 #include "sim/sched/host_hrtimer.h"
 
 namespace kvmsim {
@@ -110,6 +111,8 @@ struct PcpuCosts {
   // irq_exit on this pCPU.
   double softirq_rate_hz = 0;
   Sampler softirq_duration;
+  // Host cpuidle: C-states and the menu governor (sim/sched/cpuidle.h).
+  CpuidleConfig cpuidle;
 };
 
 struct PcpuStats {
@@ -119,6 +122,10 @@ struct PcpuStats {
   Tsc irq_cycles = 0, softirq_cycles = 0;
   Tsc busy_cycles = 0;  // time not in the idle task
   Tsc poll_cycles = 0;  // of that, halt polling (Stage::HaltPoll)
+  // Time the core is not in C0: in a C-state or leaving one (host.cpuidle
+  // menu); without cpuidle, the idle loop's wait (one state, no exit).
+  Tsc not_c0_cycles = 0;
+  CpuidleStats cpuidle;
 };
 
 class Pcpu : public sc_core::sc_module {
@@ -198,6 +205,10 @@ class Pcpu : public sc_core::sc_module {
   [[nodiscard]] Tsc busy_cycles(Tsc now) const {
     return stats_.busy_cycles + (curr_ && now > busy_since_ ? now - busy_since_ : 0);
   }
+  // C0 cycles up to `now` (MPERF's count: the core executes), including the
+  // segment in progress.
+  [[nodiscard]] Tsc c0_cycles(Tsc now) const;
+  [[nodiscard]] const CpuidleConfig& cpuidle() const { return costs_.cpuidle; }
 
  private:
   void dispatch();
@@ -209,6 +220,13 @@ class Pcpu : public sc_core::sc_module {
   void schedule(Tsc now);  // __schedule(): pick and switch (from dispatch or a thread)
   void switch_to(HostThread* next, Tsc now);
   void end_idle(Tsc now);  // the idle loop sees need_resched
+  // Host cpuidle (sim/sched/cpuidle.h), all no-ops but the first without it.
+  // cpu_idle_loop(): wait, or idle entry (`first`: the tick stop) + governor
+  void enter_idle(Tsc now, bool first = true);
+  void select_cstate(Tsc now);  // menu_select(), then MWAIT
+  void exit_cstate(Tsc now);    // an interrupt / need_resched wakes the core
+  void cstate_exited(Tsc now);  // back in C0: menu_update(), handle the IRQ or schedule
+  [[nodiscard]] bool not_c0(Stage s) const;
 
   int id_;
   SimContext& ctx_;
@@ -232,6 +250,9 @@ class Pcpu : public sc_core::sc_module {
   Tsc seg_begin_ = 0;
   Tsc seg_end_ = kTscNever;
   Tsc vmx_timer_ = kTscNever;
+  MenuGovernor menu_;
+  int cstate_ = -1;  // state of the HostIdle segment (-1: idle loop software, C0)
+  Tsc cstate_enter_ = 0;
 
   // A nested host IRQ over a HostIrqOn / HostUser segment.
   bool in_nested_irq_ = false;

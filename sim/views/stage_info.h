@@ -42,6 +42,11 @@ inline std::string_view stage_explanation(Stage s) {
       return "vcpu_run(): kvm_inject_pending_timer_irqs() of a pending timer, IRQs on";
     case Stage::GuestHaltPoll:
       return "guest cpuidle-haltpoll: poll_idle() spins on need_resched before HLT";
+    case Stage::HostIdleEnter:
+      return "host idle entry: tick_nohz_idle_enter() stops the tick, menu_select() picks a "
+             "C-state";
+    case Stage::HostCstateExit:
+      return "host core leaving its C-state (exit latency) before it takes the interrupt";
     case Stage::VcpuWakeup:
       return "back from kvm_vcpu_block(): schedule() in, timer back to hv";
     case Stage::HostIrq:

@@ -1,0 +1,72 @@
+// Host cpuidle (host.cpuidle menu, sim/sched/cpuidle.h) on an idle guest's
+// pCPU: the menu governor's choice for the guest's tick, the C-state exit
+// latency delaying the timer wake-up, and what counts as C0.
+#include <catch2/catch.hpp>
+
+#include "tests/cli/cli_runner.h"
+
+using namespace kvmsim::test;
+
+namespace {
+// A HZ=1000 nohz=off idle guest on Haswell-EP without halt polling: the
+// vCPU blocks after each tick, its pCPU idles ~990 us, the LAPIC hrtimer
+// wakes it.
+const std::string kIdle1k =
+    "scenarios/halt_poll_idle.yaml --set guest.nohz=false --set guest.hz=1000 "
+    "--set kvm.halt_poll_ns=0 --set guest.clocksource_watchdog_ms=0 --set sim.max_simulated_s=2";
+double at(const nlohmann::json& m, const std::string& k) { return m.at(k).get<double>(); }
+}  // namespace
+
+TEST_CASE(
+    "cpuidle menu: ~990 us idle periods go to C6, and C6's 133 us exit latency delays every "
+    "timer wake-up; max_cstate=2 leaves C1E and 10 us",
+    "[cli][cpuidle]") {
+  const auto off = run_metrics("cpuidle-off", kIdle1k + " --set host.cpuidle=off");
+  const auto c6 = run_metrics("cpuidle-c6", kIdle1k + " --set host.cpuidle=menu");
+  const auto c1e =
+      run_metrics("cpuidle-c1e", kIdle1k + " --set host.cpuidle=menu --set host.max_cstate=2");
+  const double n = at(c6, "timer_wakeup.count");
+  REQUIRE(n > 1900);
+  // Every tick-to-tick idle period fits C6's target residency (400 us).
+  CHECK(at(c6, "host.cpu.2.cpuidle.C6-HSW.usage") >= 0.95 * n);
+  CHECK(c1e.count("host.cpu.2.cpuidle.C6-HSW.usage") == 0);
+  CHECK(at(c1e, "host.cpu.2.cpuidle.C1E-HSW.usage") >= 0.95 * n);
+  // The interrupt is handled only after the core is back in C0.
+  const double d6 = at(c6, "timer_wakeup.avg_us") - at(off, "timer_wakeup.avg_us");
+  const double d1e = at(c1e, "timer_wakeup.avg_us") - at(off, "timer_wakeup.avg_us");
+  CHECK(d6 == Approx(133.0).margin(3.0));
+  CHECK(d1e == Approx(10.0).margin(2.0));
+  // The exit time is not C0 and is accounted: ~133 us per wake-up.
+  CHECK(at(c6, "host.cpu.2.cpuidle.exit_s") / n == Approx(133e-6).epsilon(0.05));
+  // C0 = the threads' time plus the idle task's own work (host interrupts
+  // on the idle pCPU, idle entry): above busy_frac, by about one
+  // cost.host.idle_enter per idle entry more than without cpuidle.
+  CHECK(at(c6, "host.cpu.2.c0_frac") > at(c6, "host.cpu.2.busy_frac"));
+  CHECK(at(off, "host.cpu.2.c0_frac") > at(off, "host.cpu.2.busy_frac"));
+  const double extra_us_per_wake =
+      (at(c6, "host.cpu.2.c0_frac") - at(off, "host.cpu.2.c0_frac")) * 2e6 / n;
+  CHECK(extra_us_per_wake == Approx(1.5).margin(0.3));  // cost.host.idle_enter 1500 ns
+  // busy_frac (time outside the idle task) does not move with the C-state.
+  CHECK(at(c6, "host.cpu.2.busy_frac") == Approx(at(off, "host.cpu.2.busy_frac")).epsilon(0.02));
+}
+
+TEST_CASE("cpuidle: a PM QoS latency limit of 0 keeps the idle pCPU in POLL (C0)",
+          "[cli][cpuidle]") {
+  const auto m = run_metrics(
+      "cpuidle-qos0", kIdle1k + " --set host.cpuidle=menu --set host.cpuidle_latency_req_us=0");
+  CHECK(at(m, "host.cpu.2.cpuidle.C1-HSW.usage") == 0);
+  CHECK(at(m, "host.cpu.2.cpuidle.POLL.usage") > 1900);
+  CHECK(at(m, "host.cpu.2.c0_frac") == Approx(1.0).margin(1e-6));
+}
+
+TEST_CASE("cpuidle: malformed state tables and menu without a table are errors", "[cli][cpuidle]") {
+  auto r = run_cli("run " + kIdle1k + " -q --set host.cpuidle=menu --set host.cpuidle_states=C1:2");
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("host.cpuidle_states") != std::string::npos);
+  // The Haswell desktop platform file has no state table.
+  r = run_cli(
+      "run scenarios/tscdeadline_latency.yaml -q --set host.cpuidle=menu "
+      "--set tscdeadline_latency.size=10");
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("host.cpuidle") != std::string::npos);
+}
