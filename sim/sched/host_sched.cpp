@@ -177,6 +177,8 @@ SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
   SchedEntity* prev = r.curr();
   r.put_prev_entity(now);
   SchedEntity* next = r.pick_next_entity();
+  if (const SchedEntity* buddy = r.next_buddy(); buddy != nullptr && buddy != r.first())
+    ++(next == buddy ? counters_.next_buddy_picks : counters_.next_buddy_refused);
   if (next == nullptr && idle_balance(cpu, now) != nullptr) next = r.pick_next_entity();
   if (next != nullptr) r.set_next_entity(*next, now);
   need_resched_[static_cast<std::size_t>(cpu)] = false;
@@ -207,14 +209,17 @@ bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) 
   return true;
 }
 
-bool HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
-  if (!target.on_rq || target.cpu < 0) return false;
+int HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
+  if (target.cpu < 0) return kYieldToFailed;  // never ran: no task_rq()
   CfsRq& p_rq = rq_mut(target.cpu);
-  if (p_rq.curr() == &target) return false;  // task_running()
-  p_rq.set_next_buddy(target);
+  // "If we're the only runnable task on the rq and target rq also has only
+  // one task, there's absolutely no point in yielding."
+  if (rq(cpu).nr_running() == 1 && p_rq.nr_running() == 1) return kYieldToEsrch;
+  if (p_rq.curr() == &target || !target.on_rq) return kYieldToFailed;  // task_running(), p->state
+  p_rq.set_next_buddy(target);                                         // yield_to_task_fair()
   yield(cpu, now);
   if (target.cpu != cpu) need_resched_[static_cast<std::size_t>(target.cpu)] = true;
-  return true;
+  return kYieldToDone;
 }
 
 void HostScheduler::yield(int cpu, Tsc now) {

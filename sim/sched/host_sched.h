@@ -42,6 +42,10 @@ struct SchedCounters {
   std::uint64_t wakeup_preemptions = 0;  // wakeup_preempts() set need_resched on a busy pCPU
   std::uint64_t tick_preemptions = 0;    // tick() set need_resched
   std::uint64_t idle_balance_pulls = 0;  // entities pulled by idle_balance()
+  // pick_next() with a next buddy queued: it ran ahead of the leftmost, or
+  // was left waiting (more than wakeup_gran right of the leftmost).
+  std::uint64_t next_buddy_picks = 0;
+  std::uint64_t next_buddy_refused = 0;
 };
 
 class HostScheduler {
@@ -96,12 +100,20 @@ class HostScheduler {
   bool wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now);
   // sched_yield() of the current entity on `cpu`; the caller then calls pick_next.
   void yield(int cpu, Tsc now);
-  // yield_to() -> yield_to_task_fair() from the current entity of `cpu`:
-  // false if `target` is running or not runnable (-ESRCH / not on_rq);
-  // else `target` becomes the next buddy of its queue, the caller yields
-  // (need_resched here) and, if `target` is queued on another pCPU, that
-  // pCPU gets need_resched too (the caller sends it the reschedule IPI).
-  bool yield_to(int cpu, const SchedEntity& target, Tsc now);
+  // yield_to(p, preempt = true) -> yield_to_task_fair() from the current
+  // entity of `cpu` (v4.16 kernel/sched/core.c). Returns kYieldToEsrch
+  // (-ESRCH) if this queue and target's both have exactly one runnable
+  // entity; kYieldToFailed (0) if `target` is running or not runnable
+  // (task_running() || p->state, or !se->on_rq); else kYieldToDone (1):
+  // `target` becomes the next buddy of its queue, this entity yields
+  // (yield_task_fair(): skip buddy; need_resched here for the schedule()
+  // that follows) and, if `target` is queued on another pCPU, that pCPU
+  // gets need_resched (resched_curr(p_rq): the caller sends the IPI),
+  // whether or not its pick will honour the buddy.
+  static constexpr int kYieldToEsrch = -3;  // -ESRCH
+  static constexpr int kYieldToFailed = 0;
+  static constexpr int kYieldToDone = 1;
+  int yield_to(int cpu, const SchedEntity& target, Tsc now);
 
   // newidle_balance(): for an idle `cpu`, pull one runnable, not running,
   // allowed, cache-cold (exec_start older than sched_migration_cost) entity

@@ -471,3 +471,69 @@ TEST_CASE("sched: 8 CPU-bound entities on 4 pCPUs get half a pCPU each, a slice 
   CHECK(per_cpu_s == Approx(1000.0 / 9).epsilon(0.01));
   CHECK(s.counters().migrations == 0);
 }
+
+// yield_to(p, preempt = 1) of v4.16 (kernel/sched/core.c) with
+// yield_to_task_fair(): -ESRCH when both queues hold one task, 0 for a
+// running or sleeping target, else the target is its queue's next buddy,
+// the yielder the skip buddy, and a remote target's pCPU is rescheduled.
+TEST_CASE("sched: yield_to fails with -ESRCH or 0, else sets the buddies and reschedules",
+          "[sched]") {
+  const Topology topo(1, 2, 1);
+  HostScheduler s(topo, unscaled());
+  SchedEntity a(1), b(2), c(3), d(4);
+  s.enqueue(0, a, 0, kEnqueueNone);
+  s.enqueue(1, b, 0, kEnqueueNone);
+  REQUIRE(s.pick_next(0, 0) == &a);
+  REQUIRE(s.pick_next(1, 0) == &b);
+  // One task on each queue: "absolutely no point in yielding".
+  CHECK(s.yield_to(0, b, kMs) == HostScheduler::kYieldToEsrch);
+  CHECK_FALSE(s.need_resched(0));
+  s.enqueue(0, c, kMs, kEnqueueNone);
+  // b is running on pCPU 1: task_running() -> 0.
+  CHECK(s.yield_to(0, b, kMs) == HostScheduler::kYieldToFailed);
+  CHECK_FALSE(s.need_resched(0));
+  CHECK_FALSE(s.need_resched(1));
+  // d waits on pCPU 1 behind b: yielded; pCPU 1 must reschedule.
+  s.enqueue(1, d, kMs, kEnqueueNone);
+  CHECK(s.yield_to(0, d, 2 * kMs) == HostScheduler::kYieldToDone);
+  CHECK(s.rq(1).next_buddy() == &d);
+  CHECK(s.rq(0).skip_buddy() == &a);
+  CHECK(s.need_resched(0));
+  CHECK(s.need_resched(1));
+  // A sleeping target (not on a queue) -> 0.
+  s.dequeue(1, d, 2 * kMs, kDequeueSleep);
+  CHECK(s.rq(1).next_buddy() == nullptr);  // clear_buddies() on dequeue
+  CHECK(s.yield_to(0, d, 2 * kMs) == HostScheduler::kYieldToFailed);
+}
+
+// The remote pCPU's schedule() after yield_to's resched_curr(): the boosted
+// target runs only if it is within wakeup_gran of the leftmost; otherwise
+// the leftmost (maybe the preempted current) runs and the buddy waits.
+TEST_CASE("sched: a remote yield_to target runs next only within wakeup_gran of the leftmost",
+          "[sched]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  for (bool far : {false, true}) {
+    INFO((far ? "target far right" : "target near"));
+    const Topology topo(1, 2, 1);
+    HostScheduler s(topo, t);
+    SchedEntity y(1), z(2), cur(3), target(4);
+    s.enqueue(0, y, 0, kEnqueueNone);
+    s.enqueue(0, z, 0, kEnqueueNone);
+    REQUIRE(s.pick_next(0, 0) != nullptr);  // the yielder has company: no -ESRCH
+    // Woken with chosen vruntimes: cur runs on pCPU 1, the target waits
+    // just within or just beyond wakeup_gran right of it.
+    cur.fresh = target.fresh = false;
+    cur.vruntime = 10 * gran;
+    target.vruntime = 11 * gran + (far ? 1000 : -1000);
+    s.enqueue(1, cur, 0, kEnqueueWakeup);
+    REQUIRE(s.pick_next(1, 0) == &cur);
+    s.enqueue(1, target, 0, kEnqueueWakeup);
+    REQUIRE(s.yield_to(0, target, 0) == HostScheduler::kYieldToDone);
+    REQUIRE(s.need_resched(1));
+    SchedEntity* next = s.pick_next(1, 0);
+    CHECK(next == (far ? &cur : &target));
+    CHECK(s.counters().next_buddy_picks == (far ? 0u : 1u));
+    CHECK(s.counters().next_buddy_refused == (far ? 1u : 0u));
+  }
+}
