@@ -72,6 +72,7 @@ CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns
   t.min_granularity = clock.ns_to_cycles(min_granularity_ns * f);
   t.wakeup_granularity = clock.ns_to_cycles(wakeup_granularity_ns * f);
   t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
+  t.ms = clock.ns_to_cycles(1000000);
   // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
   t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
   return t;

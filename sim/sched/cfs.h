@@ -39,6 +39,8 @@ struct CfsTunables {
   Tsc wakeup_granularity = 0;  // sysctl_sched_wakeup_granularity
   Tsc migration_cost = 0;      // sysctl_sched_migration_cost (not scaled by the kernel)
   unsigned nr_latency = 8;     // sched_nr_latency = ceil(latency / min_granularity)
+  Tsc ms = 0;                  // one millisecond (load-balance intervals are in ms)
+  bool load_balance = false;   // periodic load balancing at the tick (host.sched_load_balance)
 
   // From the normalized (unscaled) ns values, as sched_init_granularity() does at boot.
   static CfsTunables from_ns(const TscClock& clock, std::uint64_t latency_ns,

@@ -45,6 +45,8 @@ struct SchedCounters {
   // pick_next() with a next buddy queued: it ran ahead of the leftmost, or
   // was left waiting (more than wakeup_gran right of the leftmost).
   std::uint64_t next_buddy_picks = 0;
+  std::uint64_t load_balance_pulls = 0;  // entities moved by the periodic load_balance()
+  std::uint64_t load_balance_runs = 0;   // load_balance() calls (domain levels balanced)
   std::uint64_t next_buddy_refused = 0;
 };
 
@@ -135,6 +137,22 @@ class HostScheduler {
   // since wake-ups stay in their LLC).
   std::vector<std::pair<int, SchedEntity*>> nohz_idle_balance(int busy_cpu, Tsc now);
 
+  // rebalance_domains() from the tick of `cpu` (tunables().load_balance):
+  // for each domain level (SMT, LLC, machine) whose interval has passed
+  // (sd_weight ms, x busy_factor 32 when `cpu` is busy, at most
+  // max_load_balance_interval = ncpus/10 s), load_balance() as v4.16 does
+  // it for equal-capacity pCPUs: find_busiest_group() over the level's
+  // groups (the child domains' spans; loads are sums of weights, no PELT),
+  // balanced if the local group is at or above the average or the busiest
+  // is within imbalance_pct (SMT 110, LLC 117, else 125) of it;
+  // calculate_imbalance() (with load_above_capacity and
+  // fix_small_imbalance()); find_busiest_queue(); detach_tasks() from it:
+  // not running, allowed, not cache hot, load/2 <= the imbalance left.
+  // Pulled entities are enqueued on `cpu` (migrations) and returned; the
+  // caller checks preemption there (attach_task -> check_preempt_curr).
+  std::vector<SchedEntity*> rebalance_domains(int cpu, Tsc now);
+  [[nodiscard]] std::uint64_t load_balance_pulls() const { return counters_.load_balance_pulls; }
+
   // Cycles of execution left before tick() would preempt the current entity
   // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else
   // is runnable on `cpu`. >= 1. Re-query after any enqueue/dequeue/pick on `cpu`.
@@ -170,6 +188,8 @@ class HostScheduler {
   std::vector<bool> need_resched_;
   std::vector<std::vector<std::vector<int>>> domains_;  // per cpu: spans, smallest first
   std::vector<std::vector<int>> smt_, llc_;             // per cpu: smt_span, llc_span
+  std::vector<std::vector<Tsc>> next_balance_;  // per cpu, per level: sd->last_balance + interval
+  int load_balance(int cpu, std::size_t level, Tsc now, std::vector<SchedEntity*>& pulled);
   SchedCounters counters_;
 };
 

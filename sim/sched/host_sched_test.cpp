@@ -537,3 +537,87 @@ TEST_CASE("sched: a remote yield_to target runs next only within wakeup_gran of 
     CHECK(s.counters().next_buddy_refused == (far ? 1u : 0u));
   }
 }
+
+namespace {
+
+CfsTunables balancing() {
+  CfsTunables t = unscaled();
+  t.ms = kMs;
+  t.load_balance = true;
+  return t;
+}
+
+// n CPU-bound entities queued on `cpu`, one of them running, all cache cold.
+void crowd(HostScheduler& s, std::deque<SchedEntity>& pool, int cpu, int n) {
+  for (int i = 0; i < n; ++i) {
+    pool.emplace_back(100 + static_cast<int>(pool.size()));
+    pool.back().allowed = CpuMask::all();
+    s.enqueue(cpu, pool.back(), 0, kEnqueueNone);
+  }
+  s.pick_next(cpu, 0);
+}
+
+}  // namespace
+
+// rebalance_domains() -> load_balance() (v4.16, simplified): a pCPU with
+// one task pulls from a sibling with three (fix_small_imbalance() moves one
+// task); 3 against 2 also moves one (fix_small_imbalance() only asks that
+// the busiest lead by one task: the kernel swaps the odd task back and
+// forth); within imbalance_pct nothing moves; a level is balanced again only
+// after its interval (sd_weight ms x 32 when busy).
+TEST_CASE("sched: periodic load balancing pulls one task from 3 to 1 and swaps 3 against 2",
+          "[sched]") {
+  const Topology topo(1, 1, 2);  // one core, two threads: the SMT level only
+  {
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 1);
+    const Tsc t = 10 * kMs;  // everything cache cold
+    const auto pulled = s.rebalance_domains(1, t);
+    REQUIRE(pulled.size() == 1);
+    CHECK(pulled[0]->cpu == 1);
+    CHECK(s.rq(0).nr_running() == 2);
+    CHECK(s.rq(1).nr_running() == 2);
+    CHECK(s.counters().migrations == 1);
+    // Balanced now; and the next try is due only after 2 ms x 32.
+    crowd(s, pool, 0, 2);
+    CHECK(s.rebalance_domains(1, t + 63 * kMs).empty());
+    CHECK(s.rebalance_domains(1, t + 64 * kMs).size() == 1);  // 4 against 2: one evens it
+  }
+  {
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 2);
+    CHECK(s.rebalance_domains(1, 10 * kMs).size() == 1);
+    CHECK(s.rq(0).nr_running() == 2);
+    CHECK(s.rq(1).nr_running() == 3);
+  }
+  {
+    // 11 against 10 on one pCPU each: 100 x 11 <= 110 x 10, balanced.
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 11);
+    crowd(s, pool, 1, 10);
+    CHECK(s.rebalance_domains(1, 10 * kMs).empty());
+    CHECK(s.counters().migrations == 0);
+  }
+  {
+    // Cache-hot tasks (ran within sched_migration_cost) stay; off = no balancing.
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 1);
+    for (SchedEntity* e : s.rq(0).queued()) {  // just ran
+      e->exec_start = 10 * kMs;
+      e->pcount = 1;
+    }
+    CHECK(s.rebalance_domains(1, 10 * kMs + kMs / 4).empty());
+    HostScheduler off(topo, unscaled());
+    std::deque<SchedEntity> pool2;
+    crowd(off, pool2, 0, 3);
+    crowd(off, pool2, 1, 1);
+    CHECK(off.rebalance_domains(1, 10 * kMs).empty());
+  }
+}
