@@ -15,9 +15,9 @@
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
 // and after each of them re-arm the slice timer with slice_left(cpu, now).
 //
-// Left out: periodic load balancing of busy pCPUs at the tick
-// (rebalance_domains with its imbalance computation; nohz_idle_balance() is
-// a simplified stand-in for idle pCPUs), wake_affine_weight (WA_WEIGHT) and wake_wide, the
+// Left out: PELT and balance_interval growth in the periodic load
+// balancing (rebalance_domains(), optional: host.sched_load_balance),
+// nohz_idle_balance() is a simplified stand-in for idle pCPUs, wake_affine_weight (WA_WEIGHT) and wake_wide, the
 // SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
 // NUMA balancing, group scheduling, PELT (load is the sum of weights).
 #pragma once
