@@ -19,6 +19,7 @@ TlbFlushStats& TlbFlushStats::operator+=(const TlbFlushStats& o) {
   flushes_waiting_on_not_running += o.flushes_waiting_on_not_running;
   wait_cycles += o.wait_cycles;
   wait_cycles_not_running += o.wait_cycles_not_running;
+  wait_off_cpu_cycles += o.wait_off_cpu_cycles;
   wait_max_cycles = std::max(wait_max_cycles, o.wait_max_cycles);
   return *this;
 }
@@ -103,20 +104,24 @@ class GuestMm::FlushOthers : public KernelWork {
           c.flushed_gen = std::max(c.flushed_gen, mm->tlb_gen_);
           ++mm->stats_.handler_flushes;
         };
-        k.smp_call_function_many(ipi_, std::move(f), true,
-                                 [mm, targets = targets_, gen = gen_, t0 = now, not_running,
-                                  done = std::move(done_)](GuestKernel& self, Tsc at) {
-                                   const Tsc w = at - t0;
-                                   mm->stats_.wait_cycles += w;
-                                   mm->stats_.wait_max_cycles =
-                                       std::max(mm->stats_.wait_max_cycles, w);
-                                   if (not_running) {
-                                     ++mm->stats_.flushes_waiting_on_not_running;
-                                     mm->stats_.wait_cycles_not_running += w;
-                                   }
-                                   finish(*mm, targets, gen, self, at);
-                                   if (done) done(self, at);
-                                 });
+        // The initiator's own run delay over the wait: the part of it spent
+        // off its pCPU (preempted, or yielded by Pause-Loop Exiting).
+        const Tsc rd0 = k.vcpu().se().run_delay_at(now);
+        k.smp_call_function_many(
+            ipi_, std::move(f), true,
+            [mm, targets = targets_, gen = gen_, t0 = now, not_running, rd0,
+             done = std::move(done_)](GuestKernel& self, Tsc at) {
+              const Tsc w = at - t0;
+              mm->stats_.wait_cycles += w;
+              mm->stats_.wait_off_cpu_cycles += self.vcpu().se().run_delay_at(at) - rd0;
+              mm->stats_.wait_max_cycles = std::max(mm->stats_.wait_max_cycles, w);
+              if (not_running) {
+                ++mm->stats_.flushes_waiting_on_not_running;
+                mm->stats_.wait_cycles_not_running += w;
+              }
+              finish(*mm, targets, gen, self, at);
+              if (done) done(self, at);
+            });
         return std::nullopt;
       }
       default:
@@ -179,6 +184,7 @@ void GuestMm::report_stats(const TlbFlushStats& s, const TscClock& clk, Metrics&
   m[prefix + "flushes_waiting_on_not_running"] = d(s.flushes_waiting_on_not_running);
   m[prefix + "wait_s"] = clk.to_s(static_cast<double>(s.wait_cycles));
   m[prefix + "wait_not_running_s"] = clk.to_s(static_cast<double>(s.wait_cycles_not_running));
+  m[prefix + "wait_off_cpu_s"] = clk.to_s(static_cast<double>(s.wait_off_cpu_cycles));
   m[prefix + "wait_avg_us"] =
       s.flushes ? clk.to_ns(static_cast<double>(s.wait_cycles)) / 1000 / d(s.flushes) : 0;
   m[prefix + "wait_max_us"] = clk.to_ns(static_cast<double>(s.wait_max_cycles)) / 1000;

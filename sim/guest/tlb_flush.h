@@ -49,6 +49,7 @@ struct TlbFlushStats {
   // Initiator time from the first IPI to the return of the call (csd_lock_wait()).
   Tsc wait_cycles = 0;
   Tsc wait_cycles_not_running = 0;  // ... of the flushes with a target not running
+  Tsc wait_off_cpu_cycles = 0;      // ... the initiator's vCPU thread was off its pCPU (run delay)
   Tsc wait_max_cycles = 0;
   TlbFlushStats& operator+=(const TlbFlushStats& o);
 };

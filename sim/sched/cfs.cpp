@@ -72,6 +72,7 @@ CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns
   t.min_granularity = clock.ns_to_cycles(min_granularity_ns * f);
   t.wakeup_granularity = clock.ns_to_cycles(wakeup_granularity_ns * f);
   t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
+  t.ms = clock.ns_to_cycles(1000000);
   // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
   t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
   return t;
@@ -179,8 +180,7 @@ void CfsRq::enqueue_entity(SchedEntity& se, Tsc now, unsigned flags) {
 void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
   if (!se.on_rq) throw std::logic_error("dequeue_entity: entity not on a run queue");
   update_curr(now);
-  if (skip_ == &se) skip_ = nullptr;  // clear_buddies()
-  if (next_ == &se) next_ = nullptr;
+  clear_buddies(se);
   if (&se != curr_) tree_.erase(&se);
   se.on_rq = false;
   load_ -= se.weight;
@@ -194,7 +194,19 @@ void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
   }
 }
 
-// pick_next_entity() with the current entity already put back in the tree.
+// clear_buddies(): `se` stops being any of the queue's buddies.
+void CfsRq::clear_buddies(const SchedEntity& se) {
+  if (skip_ == &se) skip_ = nullptr;
+  if (next_ == &se) next_ = nullptr;
+  if (last_ == &se) last_ = nullptr;
+}
+
+// pick_next_entity() (v4.16) with the current entity already put back in the
+// tree: the leftmost; the second instead if the leftmost is the skip buddy
+// and the second is within wakeup_gran of it; then the last buddy, then the
+// next buddy, each only if it is within wakeup_gran of the leftmost
+// (wakeup_preempt_entity(buddy, left) < 1). Buddies are queued here (they
+// are cleared when they leave the queue).
 SchedEntity* CfsRq::pick_next_entity() const {
   if (tree_.empty()) return nullptr;
   auto it = tree_.begin();
@@ -204,17 +216,20 @@ SchedEntity* CfsRq::pick_next_entity() const {
     auto next = std::next(it);
     if (next != tree_.end() && wakeup_preempt_entity(**next, *left) < 1) se = *next;
   }
-  // The next buddy (yield_to) runs if it is not too far right of the leftmost.
+  // "Prefer last buddy, try to return the CPU to a preempted task."
+  if (last_ && last_->on_rq && last_ != curr_ && wakeup_preempt_entity(*last_, *left) < 1)
+    se = const_cast<SchedEntity*>(last_);
+  // "Someone really wants this to run. If it's not unfair, run it."
   if (next_ && next_->on_rq && next_ != curr_ && wakeup_preempt_entity(*next_, *left) < 1)
     se = const_cast<SchedEntity*>(next_);
   return se;
 }
 
-// set_next_entity(): the picked entity leaves the tree and starts a slice.
+// set_next_entity(): the picked entity leaves the tree and starts a slice;
+// pick_next_entity()'s clear_buddies(cfs_rq, se) for it.
 void CfsRq::set_next_entity(SchedEntity& se, Tsc now) {
   if (se.on_rq) tree_.erase(&se);
-  if (skip_ == &se) skip_ = nullptr;
-  if (next_ == &se) next_ = nullptr;  // clear_buddies()
+  clear_buddies(se);
   curr_ = &se;
   se.exec_start = now;
   se.prev_sum_exec_runtime = se.sum_exec_runtime;
@@ -239,10 +254,15 @@ void CfsRq::put_prev_entity(Tsc now) {
 }
 
 // entity_tick(): account, and check the slice only when someone else waits.
+// check_preempt_tick() clears the buddies of a current entity whose ideal
+// slice is used up ("ensure it doesn't get re-elected due to buddy favours").
 bool CfsRq::entity_tick(Tsc now) {
   if (curr_ == nullptr || !curr_->on_rq) return false;
   update_curr(now);
-  return nr_running_ > 1 && check_preempt_tick();
+  if (nr_running_ <= 1 || !check_preempt_tick()) return false;
+  if (curr_->sum_exec_runtime - curr_->prev_sum_exec_runtime > sched_slice(*curr_))
+    clear_buddies(*curr_);
+  return true;
 }
 
 // check_preempt_tick(): preempt once the ideal slice is used up; never before
@@ -284,12 +304,19 @@ Tsc CfsRq::slice_left(Tsc now) const {
 }
 
 // check_preempt_wakeup(): an idle queue is always preempted
-// (check_preempt_curr_idle); otherwise wakeup_preempt_entity() decides.
+// (check_preempt_curr_idle); otherwise wakeup_preempt_entity() decides. A
+// preempting wakee becomes the next buddy; the preempted curr becomes the
+// last buddy when the queue has at least sched_nr_latency entities
+// (LAST_BUDDY and `scale`, v4.16 kernel/sched/fair.c).
 bool CfsRq::check_preempt_wakeup(const SchedEntity& woken, Tsc now) {
   if (curr_ == nullptr || !curr_->on_rq) return true;
   if (curr_ == &woken) return false;
+  const bool scale = nr_running_ >= t_->nr_latency;
   update_curr(now);
-  return wakeup_preempt_entity(*curr_, woken) == 1;
+  if (wakeup_preempt_entity(*curr_, woken) != 1) return false;
+  next_ = &woken;
+  if (scale) last_ = curr_;
+  return true;
 }
 
 int CfsRq::wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const {
@@ -298,9 +325,11 @@ int CfsRq::wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se)
   return static_cast<Tsc>(vdiff) > wakeup_gran(se) ? 1 : 0;
 }
 
-// yield_task_fair(): nothing to yield to with one runnable entity.
+// yield_task_fair(): nothing to yield to with one runnable entity;
+// otherwise clear_buddies(curr), account it, and make it the skip buddy.
 void CfsRq::yield(Tsc now) {
   if (nr_running_ <= 1 || curr_ == nullptr) return;
+  clear_buddies(*curr_);
   update_curr(now);
   skip_ = curr_;
 }

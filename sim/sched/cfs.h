@@ -4,8 +4,10 @@
 //
 // Plain C++ with no SystemC: time is host TSC cycles, the caller passes `now`.
 // One level only: no group scheduling (cgroups, autogroup), no CFS bandwidth
-// control, no PELT (a queue's load is the sum of its entities' weights), no
-// next/last buddies (only the skip buddy that yield sets).
+// control, no PELT (a queue's load is the sum of its entities' weights).
+// The buddies are v4.16's: skip (yield_task_fair), next (yield_to_task_fair
+// and a wake-up that preempts), last (the preempted curr of a wake-up
+// preemption on a queue with >= sched_nr_latency entities); NEXT_BUDDY off.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,8 @@ struct CfsTunables {
   Tsc wakeup_granularity = 0;  // sysctl_sched_wakeup_granularity
   Tsc migration_cost = 0;      // sysctl_sched_migration_cost (not scaled by the kernel)
   unsigned nr_latency = 8;     // sched_nr_latency = ceil(latency / min_granularity)
+  Tsc ms = 0;                  // one millisecond (load-balance intervals are in ms)
+  bool load_balance = false;   // periodic load balancing at the tick (host.sched_load_balance)
 
   // From the normalized (unscaled) ns values, as sched_init_granularity() does at boot.
   static CfsTunables from_ns(const TscClock& clock, std::uint64_t latency_ns,
@@ -129,11 +133,15 @@ class CfsRq {
   // wakeup_preempt_entity(curr, se): -1 se is not ahead, 1 se leads by more
   // than wakeup_gran(se), 0 in between.
   [[nodiscard]] int wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const;
-  // yield_task_fair(): the current entity becomes the skip buddy.
+  // yield_task_fair(): with others runnable, the current entity's buddies
+  // are cleared and it becomes the skip buddy.
   void yield(Tsc now);
-  // set_next_buddy() (yield_to_task_fair()): `se`, queued here, is picked
-  // next if it is within wakeup_gran of the leftmost.
+  // set_next_buddy() (yield_to_task_fair(), check_preempt_wakeup()): `se`,
+  // queued here, is picked next if it is within wakeup_gran of the leftmost.
   void set_next_buddy(const SchedEntity& se) { next_ = &se; }
+  [[nodiscard]] const SchedEntity* next_buddy() const { return next_; }
+  [[nodiscard]] const SchedEntity* last_buddy() const { return last_; }
+  [[nodiscard]] const SchedEntity* skip_buddy() const { return skip_; }
 
   // __sched_period(), sched_slice(), sched_vslice(), wakeup_gran().
   [[nodiscard]] Tsc sched_period(unsigned nr_running) const;
@@ -170,7 +178,9 @@ class CfsRq {
   std::set<SchedEntity*, ByVruntime> tree_;  // tasks_timeline (rb-tree), without curr
   SchedEntity* curr_ = nullptr;
   const SchedEntity* skip_ = nullptr;  // cfs_rq->skip
-  const SchedEntity* next_ = nullptr;  // cfs_rq->next (set_next_buddy(), only yield_to sets it)
+  const SchedEntity* next_ = nullptr;  // cfs_rq->next (set_next_buddy())
+  const SchedEntity* last_ = nullptr;  // cfs_rq->last (set_last_buddy(), LAST_BUDDY)
+  void clear_buddies(const SchedEntity& se);
   unsigned nr_running_ = 0;
   std::uint64_t load_ = 0;
   std::int64_t min_vruntime_ = 0;

@@ -379,3 +379,104 @@ TEST_CASE("cfs: the queue is idle with nothing runnable", "[cfs]") {
   CHECK(a.sum_exec_runtime == 5);
   CHECK_THROWS_AS(rq.dequeue_entity(a, 6, kDequeueSleep), std::logic_error);
 }
+
+// v4.16 pick_next_entity(): a next buddy (yield_to, a preempting wake-up)
+// runs ahead of the leftmost only if it is not more than wakeup_gran(left)
+// right of it.
+TEST_CASE("cfs: the next buddy is picked over the leftmost only within wakeup_gran", "[cfs]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  for (std::int64_t lead : {gran - 1, gran, gran + 1}) {
+    INFO("buddy right of leftmost by " << lead);
+    CfsRq rq(&t);
+    SchedEntity left(0), buddy(1), runner(2);
+    wake_with_vruntime(rq, runner, 0, 0);
+    REQUIRE(schedule(rq, 0) == &runner);
+    wake_with_vruntime(rq, left, 10 * gran, 0);
+    wake_with_vruntime(rq, buddy, 10 * gran + lead, 0);
+    runner.vruntime = 20 * gran;  // runner is far right: left is the leftmost after put_prev
+    rq.set_next_buddy(buddy);
+    SchedEntity* picked = schedule(rq, 0);
+    CHECK(picked == (lead <= gran ? &buddy : &left));
+    // Picked, the buddy is cleared; refused, it stays for the next pick.
+    CHECK(rq.next_buddy() == (lead <= gran ? nullptr : &buddy));
+  }
+}
+
+TEST_CASE(
+    "cfs: a preempting wake-up makes the wakee the next buddy, and curr the last buddy "
+    "once sched_nr_latency entities are runnable",
+    "[cfs]") {
+  const auto t = unscaled();  // nr_latency 8
+  REQUIRE(t.nr_latency == 8);
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  for (int others : {1, 6}) {
+    INFO(others << " other runnable entities");
+    CfsRq rq(&t);
+    std::deque<SchedEntity> es;
+    es.emplace_back(0);
+    wake_with_vruntime(rq, es.back(), 0, 0);
+    SchedEntity& curr = es.back();
+    REQUIRE(schedule(rq, 0) == &curr);
+    curr.vruntime = 10 * gran;
+    for (int i = 0; i < others; ++i) {
+      es.emplace_back(1 + i);
+      wake_with_vruntime(rq, es.back(), 9 * gran, 0);  // within gran: no preemption
+      REQUIRE_FALSE(rq.check_preempt_wakeup(es.back(), 0));
+    }
+    CHECK(rq.next_buddy() == nullptr);
+    es.emplace_back(100);
+    SchedEntity& woken = es.back();
+    wake_with_vruntime(rq, woken, 10 * gran - gran - 1, 0);
+    REQUIRE(rq.check_preempt_wakeup(woken, 0));
+    CHECK(rq.next_buddy() == &woken);
+    // scale = nr_running >= sched_nr_latency (curr + others + woken).
+    CHECK(rq.last_buddy() == (others + 2 >= 8 ? &curr : nullptr));
+  }
+}
+
+TEST_CASE("cfs: the last buddy gets the CPU back when within wakeup_gran", "[cfs]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  CfsRq rq(&t);
+  std::deque<SchedEntity> es;
+  for (int i = 0; i < 8; ++i) {
+    es.emplace_back(i);
+    wake_with_vruntime(rq, es.back(), 10 * gran + i, 0);
+  }
+  SchedEntity& curr = es.front();
+  REQUIRE(schedule(rq, 0) == &curr);
+  curr.vruntime = 10 * gran + gran / 2;  // ran a little: still within gran of the leftmost
+  es.emplace_back(100);
+  SchedEntity& woken = es.back();
+  wake_with_vruntime(rq, woken, 10 * gran + gran / 2 - gran - 1, 0);
+  REQUIRE(rq.check_preempt_wakeup(woken, 0));
+  REQUIRE(rq.last_buddy() == &curr);
+  CHECK(schedule(rq, 0) == &woken);  // the next buddy beats the last buddy
+  // woken blocks at once: the last buddy (not the leftmost es[1]) runs again.
+  rq.dequeue_entity(woken, 0, kDequeueSleep);
+  CHECK(schedule(rq, 0) == &curr);
+  CHECK(rq.last_buddy() == nullptr);
+}
+
+TEST_CASE("cfs: a used-up slice and yield clear the current entity's buddies", "[cfs]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  CfsRq rq(&t);
+  SchedEntity a(0), b(1);
+  wake_with_vruntime(rq, a, 0, 0);
+  wake_with_vruntime(rq, b, gran / 2, 0);
+  REQUIRE(schedule(rq, 0) == &a);
+  rq.set_next_buddy(a);  // a stale buddy on the running entity
+  // Half a slice: no preemption, the buddy stays.
+  CHECK_FALSE(rq.entity_tick(rq.sched_slice(a) / 2));
+  CHECK(rq.next_buddy() == &a);
+  // check_preempt_tick() past the ideal slice: preempt and clear_buddies(curr).
+  CHECK(rq.entity_tick(rq.sched_slice(a) + 1));
+  CHECK(rq.next_buddy() == nullptr);
+  // yield_task_fair(): clear_buddies(curr), then curr is the skip buddy.
+  rq.set_next_buddy(a);
+  rq.yield(rq.sched_slice(a) + 1);
+  CHECK(rq.next_buddy() == nullptr);
+  CHECK(rq.skip_buddy() == &a);
+}

@@ -156,6 +156,14 @@ void Host::report(Metrics& m, const TscClock& clk) const {
   m["host.sched.wakeup_preemptions"] = static_cast<double>(sc.wakeup_preemptions);
   m["host.sched.tick_preemptions"] = static_cast<double>(sc.tick_preemptions);
   m["host.sched.idle_balance_pulls"] = static_cast<double>(sc.idle_balance_pulls);
+  if (sched_->tunables().load_balance) {
+    m["host.sched.load_balance_runs"] = static_cast<double>(sc.load_balance_runs);
+    m["host.sched.load_balance_pulls"] = static_cast<double>(sc.load_balance_pulls);
+  }
+  if (sc.next_buddy_picks || sc.next_buddy_refused) {  // yield_to, wake-up preemption
+    m["host.sched.next_buddy_picks"] = static_cast<double>(sc.next_buddy_picks);
+    m["host.sched.next_buddy_refused"] = static_cast<double>(sc.next_buddy_refused);
+  }
 }
 
 }  // namespace kvmsim

@@ -34,15 +34,18 @@ HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunabl
     for (const auto* span : {&smt_.back(), &llc_.back(), &machine})
       if (span->size() > 1 && (levels.empty() || levels.back() != *span)) levels.push_back(*span);
     domains_.push_back(std::move(levels));
+    next_balance_.emplace_back(domains_.back().size(), Tsc{0});
   }
 }
 
 CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& clock, int ncpus) {
   auto ns = [&](const char* key) { return static_cast<std::uint64_t>(p.i(key)); };
-  return CfsTunables::from_ns(
+  CfsTunables t = CfsTunables::from_ns(
       clock, ns("host.sched_latency_ns"), ns("host.sched_min_granularity_ns"),
       ns("host.sched_wakeup_granularity_ns"), ns("host.sched_migration_cost_ns"),
       parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
+  t.load_balance = p.b("host.sched_load_balance");
+  return t;
 }
 
 int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const {
@@ -177,6 +180,8 @@ SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
   SchedEntity* prev = r.curr();
   r.put_prev_entity(now);
   SchedEntity* next = r.pick_next_entity();
+  if (const SchedEntity* buddy = r.next_buddy(); buddy != nullptr && buddy != r.first())
+    ++(next == buddy ? counters_.next_buddy_picks : counters_.next_buddy_refused);
   if (next == nullptr && idle_balance(cpu, now) != nullptr) next = r.pick_next_entity();
   if (next != nullptr) r.set_next_entity(*next, now);
   need_resched_[static_cast<std::size_t>(cpu)] = false;
@@ -207,14 +212,17 @@ bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) 
   return true;
 }
 
-bool HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
-  if (!target.on_rq || target.cpu < 0) return false;
+int HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
+  if (target.cpu < 0) return kYieldToFailed;  // never ran: no task_rq()
   CfsRq& p_rq = rq_mut(target.cpu);
-  if (p_rq.curr() == &target) return false;  // task_running()
-  p_rq.set_next_buddy(target);
+  // "If we're the only runnable task on the rq and target rq also has only
+  // one task, there's absolutely no point in yielding."
+  if (rq(cpu).nr_running() == 1 && p_rq.nr_running() == 1) return kYieldToEsrch;
+  if (p_rq.curr() == &target || !target.on_rq) return kYieldToFailed;  // task_running(), p->state
+  p_rq.set_next_buddy(target);                                         // yield_to_task_fair()
   yield(cpu, now);
   if (target.cpu != cpu) need_resched_[static_cast<std::size_t>(target.cpu)] = true;
-  return true;
+  return kYieldToDone;
 }
 
 void HostScheduler::yield(int cpu, Tsc now) {
@@ -270,6 +278,130 @@ std::vector<std::pair<int, SchedEntity*>> HostScheduler::nohz_idle_balance(int b
     if (c != busy_cpu && idle(c))
       if (SchedEntity* e = idle_balance(c, now); e != nullptr) pulled.emplace_back(c, e);
   return pulled;
+}
+
+std::vector<SchedEntity*> HostScheduler::rebalance_domains(int cpu, Tsc now) {
+  std::vector<SchedEntity*> pulled;
+  if (!tunables_.load_balance || tunables_.ms == 0) return pulled;
+  const auto c = static_cast<std::size_t>(cpu);
+  const auto& levels = domains_.at(c);
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    if (now < next_balance_[c][l]) continue;
+    // get_sd_balance_interval(): sd->balance_interval (= sd_weight ms; its
+    // doubling while balanced is not modelled), x busy_factor when busy,
+    // clamped to [1 ms, max_load_balance_interval].
+    const bool busy = !idle(cpu);
+    Tsc interval = static_cast<Tsc>(levels[l].size()) * (busy ? 32 : 1);
+    interval = std::clamp<Tsc>(interval, 1, std::max<Tsc>(1, static_cast<Tsc>(cpus()) * 100));
+    next_balance_[c][l] = now + interval * tunables_.ms;
+    ++counters_.load_balance_runs;
+    load_balance(cpu, l, now, pulled);
+  }
+  return pulled;
+}
+
+// load_balance() of one domain level for `cpu` (v4.16 kernel/sched/fair.c,
+// equal-capacity pCPUs: avg_load = load * SCHED_CAPACITY_SCALE / capacity
+// reduces to load per pCPU, kept here in units of weight x 1024 / pCPUs).
+int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
+                                std::vector<SchedEntity*>& pulled) {
+  const auto& span = domains_[static_cast<std::size_t>(cpu)][level];
+  struct Group {
+    std::vector<int> cpus;
+    std::uint64_t load = 0;
+    unsigned nr = 0;
+    std::uint64_t avg = 0;  // load * 1024 / pCPUs
+  };
+  std::vector<Group> groups;
+  std::vector<bool> seen(static_cast<std::size_t>(cpus()), false);
+  for (int c : span) {
+    if (seen[static_cast<std::size_t>(c)]) continue;
+    Group g;
+    g.cpus = level == 0 ? std::vector<int>{c} : domains_[static_cast<std::size_t>(c)][level - 1];
+    for (int x : g.cpus) {
+      seen[static_cast<std::size_t>(x)] = true;
+      g.load += rq(x).load();
+      g.nr += rq(x).nr_running();
+    }
+    g.avg = g.load * kNice0Load / g.cpus.size();
+    groups.push_back(std::move(g));
+  }
+  const Group* local = nullptr;
+  const Group* busiest = nullptr;
+  std::uint64_t total = 0;
+  for (const auto& g : groups) {
+    total += g.load;
+    if (std::find(g.cpus.begin(), g.cpus.end(), cpu) != g.cpus.end()) {
+      local = &g;
+      continue;
+    }
+    // update_sd_pick_busiest(): an overloaded group (more tasks than pCPUs)
+    // first, then the highest avg_load.
+    const bool over = g.nr > g.cpus.size();
+    const bool best_over = busiest && busiest->nr > busiest->cpus.size();
+    if (g.nr == 0) continue;
+    if (!busiest || (over && !best_over) || (over == best_over && g.avg > busiest->avg))
+      busiest = &g;
+  }
+  if (local == nullptr || busiest == nullptr) return 0;
+  const std::uint64_t sds_avg = total * kNice0Load / span.size();
+  // find_busiest_group(): the balanced cases.
+  if (local->avg >= busiest->avg || local->avg >= sds_avg) return 0;
+  const std::uint64_t pct = level == 0 && topo_.threads_per_core() > 1    ? 110
+                            : span == llc_[static_cast<std::size_t>(cpu)] ? 117
+                                                                          : 125;
+  if (!idle(cpu) && 100 * busiest->avg <= pct * local->avg) return 0;
+  // calculate_imbalance() (in load units: weight).
+  const std::uint64_t lpt = busiest->load / busiest->nr;  // load_per_task
+  std::uint64_t imbalance = 0;
+  if (busiest->avg > sds_avg) {
+    std::uint64_t max_pull = busiest->avg - sds_avg;
+    // load_above_capacity: "if there aren't any idle cpus, avoid creating some".
+    if (busiest->nr > busiest->cpus.size() && local->nr > local->cpus.size()) {
+      const std::uint64_t above =
+          (busiest->nr - busiest->cpus.size()) * kNice0Load * kNice0Load / busiest->cpus.size();
+      max_pull = std::min(max_pull, above);
+    }
+    imbalance =
+        std::min(max_pull * busiest->cpus.size(), (sds_avg - local->avg) * local->cpus.size()) /
+        kNice0Load;
+  }
+  if (imbalance < lpt) {
+    // fix_small_imbalance(): move one task if that leaves the busiest group
+    // no lighter than the local one (imbn 2 for equal loads per task).
+    const std::uint64_t local_lpt = local->nr ? local->load / local->nr : 0;
+    const std::uint64_t imbn = lpt > local_lpt ? 1 : 2;
+    const std::uint64_t scaled = lpt * kNice0Load / busiest->cpus.size();
+    imbalance = busiest->avg + scaled >= local->avg + scaled * imbn ? lpt : 0;
+  }
+  if (imbalance == 0) return 0;
+  // find_busiest_queue(): the heaviest queue of the group with a task to move.
+  int src = -1;
+  for (int c : busiest->cpus)
+    if (rq(c).nr_running() >= 2 && (src < 0 || rq(c).load() > rq(src).load())) src = c;
+  if (src < 0) return 0;
+  // detach_tasks(): least recently run first; not running, allowed here, not
+  // cache hot; a task whose half load exceeds what is left is skipped.
+  int moved = 0;
+  std::int64_t left = static_cast<std::int64_t>(imbalance);
+  std::vector<SchedEntity*> cands = rq(src).queued();
+  std::sort(cands.begin(), cands.end(), [](const SchedEntity* a, const SchedEntity* b) {
+    return std::tie(a->exec_start, a->id) < std::tie(b->exec_start, b->id);
+  });
+  const Tsc cost = tunables_.migration_cost;
+  for (SchedEntity* e : cands) {
+    if (left <= 0) break;
+    if (!e->allowed.test(cpu)) continue;
+    if (cost > 0 && e->pcount > 0 && now < e->exec_start + cost) continue;  // task_hot()
+    if (static_cast<std::int64_t>(e->weight / 2) > left) continue;
+    rq_mut(src).dequeue_entity(*e, now, kDequeueNone);
+    enqueue(cpu, *e, now, kEnqueueNone);
+    ++counters_.load_balance_pulls;
+    pulled.push_back(e);
+    left -= e->weight;
+    ++moved;
+  }
+  return moved;
 }
 
 Tsc HostScheduler::slice_left(int cpu, Tsc now) const { return rq(cpu).slice_left(now); }

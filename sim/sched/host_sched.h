@@ -15,9 +15,9 @@
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
 // and after each of them re-arm the slice timer with slice_left(cpu, now).
 //
-// Left out: periodic load balancing of busy pCPUs at the tick
-// (rebalance_domains with its imbalance computation; nohz_idle_balance() is
-// a simplified stand-in for idle pCPUs), wake_affine_weight (WA_WEIGHT) and wake_wide, the
+// Left out: PELT and balance_interval growth in the periodic load
+// balancing (rebalance_domains(), optional: host.sched_load_balance),
+// nohz_idle_balance() is a simplified stand-in for idle pCPUs, wake_affine_weight (WA_WEIGHT) and wake_wide, the
 // SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
 // NUMA balancing, group scheduling, PELT (load is the sum of weights).
 #pragma once
@@ -42,6 +42,12 @@ struct SchedCounters {
   std::uint64_t wakeup_preemptions = 0;  // wakeup_preempts() set need_resched on a busy pCPU
   std::uint64_t tick_preemptions = 0;    // tick() set need_resched
   std::uint64_t idle_balance_pulls = 0;  // entities pulled by idle_balance()
+  // pick_next() with a next buddy queued: it ran ahead of the leftmost, or
+  // was left waiting (more than wakeup_gran right of the leftmost).
+  std::uint64_t next_buddy_picks = 0;
+  std::uint64_t load_balance_pulls = 0;  // entities moved by the periodic load_balance()
+  std::uint64_t load_balance_runs = 0;   // load_balance() calls (domain levels balanced)
+  std::uint64_t next_buddy_refused = 0;
 };
 
 class HostScheduler {
@@ -96,12 +102,20 @@ class HostScheduler {
   bool wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now);
   // sched_yield() of the current entity on `cpu`; the caller then calls pick_next.
   void yield(int cpu, Tsc now);
-  // yield_to() -> yield_to_task_fair() from the current entity of `cpu`:
-  // false if `target` is running or not runnable (-ESRCH / not on_rq);
-  // else `target` becomes the next buddy of its queue, the caller yields
-  // (need_resched here) and, if `target` is queued on another pCPU, that
-  // pCPU gets need_resched too (the caller sends it the reschedule IPI).
-  bool yield_to(int cpu, const SchedEntity& target, Tsc now);
+  // yield_to(p, preempt = true) -> yield_to_task_fair() from the current
+  // entity of `cpu` (v4.16 kernel/sched/core.c). Returns kYieldToEsrch
+  // (-ESRCH) if this queue and target's both have exactly one runnable
+  // entity; kYieldToFailed (0) if `target` is running or not runnable
+  // (task_running() || p->state, or !se->on_rq); else kYieldToDone (1):
+  // `target` becomes the next buddy of its queue, this entity yields
+  // (yield_task_fair(): skip buddy; need_resched here for the schedule()
+  // that follows) and, if `target` is queued on another pCPU, that pCPU
+  // gets need_resched (resched_curr(p_rq): the caller sends the IPI),
+  // whether or not its pick will honour the buddy.
+  static constexpr int kYieldToEsrch = -3;  // -ESRCH
+  static constexpr int kYieldToFailed = 0;
+  static constexpr int kYieldToDone = 1;
+  int yield_to(int cpu, const SchedEntity& target, Tsc now);
 
   // newidle_balance(): for an idle `cpu`, pull one runnable, not running,
   // allowed, cache-cold (exec_start older than sched_migration_cost) entity
@@ -122,6 +136,22 @@ class HostScheduler {
   // pulls only when it schedules (e.g. an idle socket next to a full one,
   // since wake-ups stay in their LLC).
   std::vector<std::pair<int, SchedEntity*>> nohz_idle_balance(int busy_cpu, Tsc now);
+
+  // rebalance_domains() from the tick of `cpu` (tunables().load_balance):
+  // for each domain level (SMT, LLC, machine) whose interval has passed
+  // (sd_weight ms, x busy_factor 32 when `cpu` is busy, at most
+  // max_load_balance_interval = ncpus/10 s), load_balance() as v4.16 does
+  // it for equal-capacity pCPUs: find_busiest_group() over the level's
+  // groups (the child domains' spans; loads are sums of weights, no PELT),
+  // balanced if the local group is at or above the average or the busiest
+  // is within imbalance_pct (SMT 110, LLC 117, else 125) of it;
+  // calculate_imbalance() (with load_above_capacity and
+  // fix_small_imbalance()); find_busiest_queue(); detach_tasks() from it:
+  // not running, allowed, not cache hot, load/2 <= the imbalance left.
+  // Pulled entities are enqueued on `cpu` (migrations) and returned; the
+  // caller checks preemption there (attach_task -> check_preempt_curr).
+  std::vector<SchedEntity*> rebalance_domains(int cpu, Tsc now);
+  [[nodiscard]] std::uint64_t load_balance_pulls() const { return counters_.load_balance_pulls; }
 
   // Cycles of execution left before tick() would preempt the current entity
   // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else
@@ -158,6 +188,8 @@ class HostScheduler {
   std::vector<bool> need_resched_;
   std::vector<std::vector<std::vector<int>>> domains_;  // per cpu: spans, smallest first
   std::vector<std::vector<int>> smt_, llc_;             // per cpu: smt_span, llc_span
+  std::vector<std::vector<Tsc>> next_balance_;  // per cpu, per level: sd->last_balance + interval
+  int load_balance(int cpu, std::size_t level, Tsc now, std::vector<SchedEntity*>& pulled);
   SchedCounters counters_;
 };
 

@@ -471,3 +471,153 @@ TEST_CASE("sched: 8 CPU-bound entities on 4 pCPUs get half a pCPU each, a slice 
   CHECK(per_cpu_s == Approx(1000.0 / 9).epsilon(0.01));
   CHECK(s.counters().migrations == 0);
 }
+
+// yield_to(p, preempt = 1) of v4.16 (kernel/sched/core.c) with
+// yield_to_task_fair(): -ESRCH when both queues hold one task, 0 for a
+// running or sleeping target, else the target is its queue's next buddy,
+// the yielder the skip buddy, and a remote target's pCPU is rescheduled.
+TEST_CASE("sched: yield_to fails with -ESRCH or 0, else sets the buddies and reschedules",
+          "[sched]") {
+  const Topology topo(1, 2, 1);
+  HostScheduler s(topo, unscaled());
+  SchedEntity a(1), b(2), c(3), d(4);
+  s.enqueue(0, a, 0, kEnqueueNone);
+  s.enqueue(1, b, 0, kEnqueueNone);
+  REQUIRE(s.pick_next(0, 0) == &a);
+  REQUIRE(s.pick_next(1, 0) == &b);
+  // One task on each queue: "absolutely no point in yielding".
+  CHECK(s.yield_to(0, b, kMs) == HostScheduler::kYieldToEsrch);
+  CHECK_FALSE(s.need_resched(0));
+  s.enqueue(0, c, kMs, kEnqueueNone);
+  // b is running on pCPU 1: task_running() -> 0.
+  CHECK(s.yield_to(0, b, kMs) == HostScheduler::kYieldToFailed);
+  CHECK_FALSE(s.need_resched(0));
+  CHECK_FALSE(s.need_resched(1));
+  // d waits on pCPU 1 behind b: yielded; pCPU 1 must reschedule.
+  s.enqueue(1, d, kMs, kEnqueueNone);
+  CHECK(s.yield_to(0, d, 2 * kMs) == HostScheduler::kYieldToDone);
+  CHECK(s.rq(1).next_buddy() == &d);
+  CHECK(s.rq(0).skip_buddy() == &a);
+  CHECK(s.need_resched(0));
+  CHECK(s.need_resched(1));
+  // A sleeping target (not on a queue) -> 0.
+  s.dequeue(1, d, 2 * kMs, kDequeueSleep);
+  CHECK(s.rq(1).next_buddy() == nullptr);  // clear_buddies() on dequeue
+  CHECK(s.yield_to(0, d, 2 * kMs) == HostScheduler::kYieldToFailed);
+}
+
+// The remote pCPU's schedule() after yield_to's resched_curr(): the boosted
+// target runs only if it is within wakeup_gran of the leftmost; otherwise
+// the leftmost (maybe the preempted current) runs and the buddy waits.
+TEST_CASE("sched: a remote yield_to target runs next only within wakeup_gran of the leftmost",
+          "[sched]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  for (bool far : {false, true}) {
+    INFO((far ? "target far right" : "target near"));
+    const Topology topo(1, 2, 1);
+    HostScheduler s(topo, t);
+    SchedEntity y(1), z(2), cur(3), target(4);
+    s.enqueue(0, y, 0, kEnqueueNone);
+    s.enqueue(0, z, 0, kEnqueueNone);
+    REQUIRE(s.pick_next(0, 0) != nullptr);  // the yielder has company: no -ESRCH
+    // Woken with chosen vruntimes: cur runs on pCPU 1, the target waits
+    // just within or just beyond wakeup_gran right of it.
+    cur.fresh = target.fresh = false;
+    cur.vruntime = 10 * gran;
+    target.vruntime = 11 * gran + (far ? 1000 : -1000);
+    s.enqueue(1, cur, 0, kEnqueueWakeup);
+    REQUIRE(s.pick_next(1, 0) == &cur);
+    s.enqueue(1, target, 0, kEnqueueWakeup);
+    REQUIRE(s.yield_to(0, target, 0) == HostScheduler::kYieldToDone);
+    REQUIRE(s.need_resched(1));
+    SchedEntity* next = s.pick_next(1, 0);
+    CHECK(next == (far ? &cur : &target));
+    CHECK(s.counters().next_buddy_picks == (far ? 0u : 1u));
+    CHECK(s.counters().next_buddy_refused == (far ? 1u : 0u));
+  }
+}
+
+namespace {
+
+CfsTunables balancing() {
+  CfsTunables t = unscaled();
+  t.ms = kMs;
+  t.load_balance = true;
+  return t;
+}
+
+// n CPU-bound entities queued on `cpu`, one of them running, all cache cold.
+void crowd(HostScheduler& s, std::deque<SchedEntity>& pool, int cpu, int n) {
+  for (int i = 0; i < n; ++i) {
+    pool.emplace_back(100 + static_cast<int>(pool.size()));
+    pool.back().allowed = CpuMask::all();
+    s.enqueue(cpu, pool.back(), 0, kEnqueueNone);
+  }
+  s.pick_next(cpu, 0);
+}
+
+}  // namespace
+
+// rebalance_domains() -> load_balance() (v4.16, simplified): a pCPU with
+// one task pulls from a sibling with three (fix_small_imbalance() moves one
+// task); 3 against 2 also moves one (fix_small_imbalance() only asks that
+// the busiest lead by one task: the kernel swaps the odd task back and
+// forth); within imbalance_pct nothing moves; a level is balanced again only
+// after its interval (sd_weight ms x 32 when busy).
+TEST_CASE("sched: periodic load balancing pulls one task from 3 to 1 and swaps 3 against 2",
+          "[sched]") {
+  const Topology topo(1, 1, 2);  // one core, two threads: the SMT level only
+  {
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 1);
+    const Tsc t = 10 * kMs;  // everything cache cold
+    const auto pulled = s.rebalance_domains(1, t);
+    REQUIRE(pulled.size() == 1);
+    CHECK(pulled[0]->cpu == 1);
+    CHECK(s.rq(0).nr_running() == 2);
+    CHECK(s.rq(1).nr_running() == 2);
+    CHECK(s.counters().migrations == 1);
+    // Balanced now; and the next try is due only after 2 ms x 32.
+    crowd(s, pool, 0, 2);
+    CHECK(s.rebalance_domains(1, t + 63 * kMs).empty());
+    CHECK(s.rebalance_domains(1, t + 64 * kMs).size() == 1);  // 4 against 2: one evens it
+  }
+  {
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 2);
+    CHECK(s.rebalance_domains(1, 10 * kMs).size() == 1);
+    CHECK(s.rq(0).nr_running() == 2);
+    CHECK(s.rq(1).nr_running() == 3);
+  }
+  {
+    // 11 against 10 on one pCPU each: 100 x 11 <= 110 x 10, balanced.
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 11);
+    crowd(s, pool, 1, 10);
+    CHECK(s.rebalance_domains(1, 10 * kMs).empty());
+    CHECK(s.counters().migrations == 0);
+  }
+  {
+    // Cache-hot tasks (ran within sched_migration_cost) stay; off = no balancing.
+    HostScheduler s(topo, balancing());
+    std::deque<SchedEntity> pool;
+    crowd(s, pool, 0, 3);
+    crowd(s, pool, 1, 1);
+    for (SchedEntity* e : s.rq(0).queued()) {  // just ran
+      e->exec_start = 10 * kMs;
+      e->pcount = 1;
+    }
+    CHECK(s.rebalance_domains(1, 10 * kMs + kMs / 4).empty());
+    HostScheduler off(topo, unscaled());
+    std::deque<SchedEntity> pool2;
+    crowd(off, pool2, 0, 3);
+    crowd(off, pool2, 1, 1);
+    CHECK(off.rebalance_domains(1, 10 * kMs).empty());
+  }
+}

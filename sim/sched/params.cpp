@@ -8,27 +8,87 @@ void declare_sched_params(ParamRegistry& r) {
   // host-side version switches (their tables sit next to each switch's
   // declaration, ParamRegistry::set_eras); a key set in a file or with
   // --set keeps its value.
-  r.declare({"host.kernel", ParamType::String, "6.6", "version", {}, {}, {},
+  r.declare({"host.kernel",
+             ParamType::String,
+             "6.6",
+             "version",
+             {},
+             {},
+             {},
              "Host kernel version (e.g. 4.8, 5.4, 5.8, 6.6): sets the defaults of every "
              "host-side version switch (kind 'version switch' in `kvmsim params`)."});
-  r.declare({"host.isolcpus", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+  r.declare({"host.isolcpus",
+             ParamType::IntList,
+             "[]",
+             "cpu",
+             0,
+             4095,
+             {},
              "Isolated pCPUs (isolcpus/nohz_full); vCPU threads are pinned to them."});
-  r.declare({"host.tick_hz", ParamType::Int, "1", "Hz", 0, 1000, {},
+  r.declare({"host.tick_hz",
+             ParamType::Int,
+             "1",
+             "Hz",
+             0,
+             1000,
+             {},
              "Host tick on the isolated pCPUs (nohz_full keeps a 1 Hz residual tick)."});
-  r.declare({"cost.host.irq_entry", ParamType::Dist, "300ns", "time", {}, {}, {},
+  r.declare({"cost.host.irq_entry",
+             ParamType::Dist,
+             "300ns",
+             "time",
+             {},
+             {},
+             {},
              "Host hard-IRQ entry (IDT, irq_enter) up to the handler."});
-  r.declare({"cost.host.irq_exit", ParamType::Dist, "200ns", "time", {}, {}, {},
+  r.declare({"cost.host.irq_exit",
+             ParamType::Dist,
+             "200ns",
+             "time",
+             {},
+             {},
+             {},
              "Host irq_exit() and return, without softirq work."});
-  r.declare({"cost.host.hrtimer_interrupt", ParamType::Dist, "400ns", "time", {}, {}, {},
+  r.declare({"cost.host.hrtimer_interrupt",
+             ParamType::Dist,
+             "400ns",
+             "time",
+             {},
+             {},
+             {},
              "Host hrtimer_interrupt() bookkeeping incl. clockevent reprogramming."});
-  r.declare({"cost.host.ipi_latency", ParamType::Dist, "400cyc", "time", {}, {}, {},
+  r.declare({"cost.host.ipi_latency",
+             ParamType::Dist,
+             "400cyc",
+             "time",
+             {},
+             {},
+             {},
              "Physical IPI between two pCPUs: from the sender's ICR write until the target "
              "takes the interrupt (or, in non-root mode, starts posted-interrupt processing)."});
-  r.declare({"cost.host.reschedule_ipi", ParamType::Dist, "100ns", "time", {}, {}, {},
+  r.declare({"cost.host.reschedule_ipi",
+             ParamType::Dist,
+             "100ns",
+             "time",
+             {},
+             {},
+             {},
              "scheduler_ipi() handler of RESCHEDULE_VECTOR (irq entry/exit counted apart)."});
-  r.declare({"cost.host.posted_intr_ipi", ParamType::Dist, "50ns", "time", {}, {}, {},
+  r.declare({"cost.host.posted_intr_ipi",
+             ParamType::Dist,
+             "50ns",
+             "time",
+             {},
+             {},
+             {},
              "Host handler of POSTED_INTR_VECTOR when the notification lands in root mode."});
-  r.declare({"cost.host.tick", ParamType::Dist, "2us", "time", {}, {}, {},
+  r.declare({"cost.host.tick",
+             ParamType::Dist,
+             "2us",
+             "time",
+             {},
+             {},
+             {},
              "Host tick_sched_timer() work (scheduler tick, RCU, accounting)."});
   // Host cpuidle (sim/sched/cpuidle.h): off = the idle loop of the
   // calibrated hosts (no governor, no C-state exit latency, no idle-entry
@@ -57,57 +117,155 @@ void declare_sched_params(ParamRegistry& r) {
              "menu_select(), cpuidle_enter_state(), intel_idle() up to MWAIT. Estimate."});
   r.declare({"noise.irq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},
              "Rate of host device interrupts/IPIs landing on each vCPU's pCPU (Poisson)."});
-  r.declare({"noise.irq.duration", ParamType::Dist, "5us", "time", {}, {}, {},
+  r.declare({"noise.irq.duration",
+             ParamType::Dist,
+             "5us",
+             "time",
+             {},
+             {},
+             {},
              "Handler time of one such host interrupt."});
-  r.declare({"noise.softirq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},
+  r.declare({"noise.softirq.rate_hz",
+             ParamType::Double,
+             "0",
+             "Hz",
+             0,
+             1e6,
+             {},
              "Rate at which deferred host work (softirq, irq_work) is raised on each pCPU; "
              "it runs at the next irq_exit there."});
-  r.declare({"noise.softirq.duration", ParamType::Dist, "5us", "time", {}, {}, {},
+  r.declare({"noise.softirq.duration",
+             ParamType::Dist,
+             "5us",
+             "time",
+             {},
+             {},
+             {},
              "Run time of one deferred work item."});
   // CFS of v4.x-v5.x (sim/sched/cfs.h); EEVDF (v6.6+) is not modelled. The
   // values are the kernel's normalized_sysctl_* bases; the effective value,
   // which /proc/sys/kernel/sched_*_ns shows, is base x the scaling factor.
-  r.declare({"host.sched_latency_ns", ParamType::Int, "6000000", "ns", 100000, 1000000000, {},
+  r.declare({"host.sched_latency_ns",
+             ParamType::Int,
+             "6000000",
+             "ns",
+             100000,
+             1000000000,
+             {},
              "CFS targeted preemption latency (the period shared by up to sched_nr_latency "
              "tasks), before host.sched_tunable_scaling: normalized_sysctl_sched_latency; "
              "/proc/sys/kernel/sched_latency_ns (debugfs sched/latency_ns on v5.13+) shows "
              "the scaled value, e.g. 24 ms on 8+ CPUs. CFS of v4.x-v5.x only, not EEVDF."});
-  r.declare({"host.sched_min_granularity_ns", ParamType::Int, "750000", "ns", 100000, 1000000000,
+  r.declare({"host.sched_min_granularity_ns",
+             ParamType::Int,
+             "750000",
+             "ns",
+             100000,
+             1000000000,
              {},
              "CFS minimum run before the tick preempts for a vruntime lead, and each task's "
              "period share above sched_nr_latency tasks, before scaling; "
              "/proc/sys/kernel/sched_min_granularity_ns (debugfs sched/min_granularity_ns on "
              "v5.13+). CFS of v4.x-v5.x only."});
-  r.declare({"host.sched_wakeup_granularity_ns", ParamType::Int, "1000000", "ns", 0, 1000000000,
+  r.declare({"host.sched_wakeup_granularity_ns",
+             ParamType::Int,
+             "1000000",
+             "ns",
+             0,
+             1000000000,
              {},
              "CFS wake-up preemption: a woken task preempts only if its vruntime lead exceeds "
              "this (scaled by its weight), before scaling; "
              "/proc/sys/kernel/sched_wakeup_granularity_ns (debugfs sched/wakeup_granularity_ns "
              "on v5.13+). CFS of v4.x-v5.x only."});
-  r.declare({"host.sched_tunable_scaling", ParamType::String, "log", "", {}, {},
+  r.declare({"host.sched_tunable_scaling",
+             ParamType::String,
+             "log",
+             "",
+             {},
+             {},
              {"none", "log", "linear"},
              "How the three CFS granularities grow with the CPU count (cpus capped at 8): none "
              "x1, log x(1 + ilog2(cpus)), linear x cpus; /proc/sys/kernel/sched_tunable_scaling "
              "(debugfs sched/tunable_scaling on v5.13+), 0/1/2."});
-  r.declare({"host.sched_migration_cost_ns", ParamType::Int, "500000", "ns", 0, 1000000000, {},
+  r.declare({"host.sched_migration_cost_ns",
+             ParamType::Int,
+             "500000",
+             "ns",
+             0,
+             1000000000,
+             {},
              "A task that ran within this long is cache hot and not pulled by idle balancing "
              "(task_hot(); 0 = never hot); /proc/sys/kernel/sched_migration_cost_ns (debugfs "
              "sched/migration_cost_ns on v5.13+). Not scaled."});
-  r.declare({"cost.host.context_switch", ParamType::Dist, "1500ns", "time", {}, {}, {},
+  r.declare({"host.sched_load_balance",
+             ParamType::Bool,
+             "false",
+             "bool",
+             {},
+             {},
+             {},
+             "Periodic load balancing at the host tick (rebalance_domains() -> load_balance(), "
+             "v4.16 find_busiest_group / calculate_imbalance / detach_tasks, simplified: no "
+             "PELT, no balance_interval growth, no active balancing). Off by default so that "
+             "runs without it keep their results; the ebizzy scenarios turn it on."});
+  r.declare({"cost.host.context_switch",
+             ParamType::Dist,
+             "1500ns",
+             "time",
+             {},
+             {},
+             {},
              "Host __schedule() + context_switch() between two threads (switches to and from "
              "the idle task are in the sleeping / waking thread's own costs)."});
-  r.declare({"host.hog.count", ParamType::Int, "0", "count", 0, 4096, {},
+  r.declare({"host.hog.count",
+             ParamType::Int,
+             "0",
+             "count",
+             0,
+             4096,
+             {},
              "CPU-bound host processes (a while(1) loop, stress-ng --cpu) under the fair "
              "scheduler."});
-  r.declare({"host.hog.affinity", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+  r.declare({"host.hog.affinity",
+             ParamType::IntList,
+             "[]",
+             "cpu",
+             0,
+             4095,
+             {},
              "pCPUs the host CPU hogs may run on; empty = all pCPUs."});
-  r.declare({"host.hog.nice", ParamType::Int, "0", "nice", -20, 19, {},
+  r.declare({"host.hog.nice",
+             ParamType::Int,
+             "0",
+             "nice",
+             -20,
+             19,
+             {},
              "Nice value of the host CPU hogs (weight from sched_prio_to_weight)."});
-  r.declare({"host.kworker.cpus", ParamType::IntList, "[]", "cpu", 0, 4095, {},
+  r.declare({"host.kworker.cpus",
+             ParamType::IntList,
+             "[]",
+             "cpu",
+             0,
+             4095,
+             {},
              "One periodic per-CPU kworker pinned to each listed pCPU (vmstat_update-like work)."});
-  r.declare({"host.kworker.period_us", ParamType::Int, "1000", "us", 10, 1e9, {},
+  r.declare({"host.kworker.period_us",
+             ParamType::Int,
+             "1000",
+             "us",
+             10,
+             1e9,
+             {},
              "Period of the kworkers' timer (a host hrtimer waking them)."});
-  r.declare({"cost.host.kworker", ParamType::Dist, "20us", "time", {}, {}, {},
+  r.declare({"cost.host.kworker",
+             ParamType::Dist,
+             "20us",
+             "time",
+             {},
+             {},
+             {},
              "Work of one kworker run before it sleeps again."});
 }
 

@@ -178,6 +178,11 @@ void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
 // reschedule IPI, as nohz_balancer_kick's IPI reaches the balancing CPU).
 void Pcpu::scheduler_tick(Tsc now) {
   if (sched_.tick(id_, now)) end_idle(now);
+  // trigger_load_balance() -> rebalance_domains() (host.sched_load_balance):
+  // tasks pulled here may preempt the current one (attach_task ->
+  // check_preempt_curr); their old pCPUs re-arm their slices at their next pick.
+  for (SchedEntity* e : sched_.rebalance_domains(id_, now))
+    if (sched_.wakeup_preempts(id_, *e, now)) resched_curr(now);
   for (const auto& pulled : sched_.nohz_idle_balance(id_, now))
     if (host_.has_pcpu(pulled.first)) host_.pcpu(pulled.first).resched_curr(now, this, now);
 }

@@ -146,6 +146,7 @@ class Pcpu : public sc_core::sc_module {
   void run_until(Stage stage, SegKind kind, Tsc end);
   [[nodiscard]] Tsc segment_end() const { return seg_end_; }
   [[nodiscard]] SegKind segment_kind() const { return seg_kind_; }
+  [[nodiscard]] Stage segment_stage() const { return seg_stage_; }
 
   // The VMX preemption timer while the current Guest segment runs.
   void arm_vmx_preemption_timer(Tsc fire) { vmx_timer_ = fire; }

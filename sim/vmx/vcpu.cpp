@@ -89,11 +89,13 @@ Tsc Vcpu::record_steal_time(Tsc now) {
 // kvm_vcpu_on_spin(me, yield_to_kernel_mode = true) of v4.16: two passes
 // over the VM's vCPUs starting after kvm->last_boosted_vcpu; a candidate is
 // preempted (runnable, not running: vcpu->preempted), not me, was in guest
-// kernel mode (kvm_arch_vcpu_in_kernel()) and passes
+// kernel mode (kvm_arch_vcpu_in_kernel(): preempted_in_kernel, the CPL at
+// the exit before it was put) and passes
 // kvm_vcpu_eligible_for_directed_yield(); kvm_vcpu_yield_to() -> yield_to()
-// makes it the next buddy of its run queue and yields this thread. Up to
-// three candidates that could not be yielded to (running by now) end the
-// scan. me->spin_loop.in_spin_loop is set for the scan; when me yielded it
+// makes it the next buddy of its run queue and yields this thread. A
+// candidate yield_to() fails on (running by now: 0) is passed over; only
+// -ESRCH (both queues have one runnable task) uses up one of the three
+// tries. me->spin_loop.in_spin_loop is set for the scan; when me yielded it
 // stays set until me runs again (sched_in), as me sits in yield_to()'s
 // schedule() meanwhile.
 void Vcpu::kvm_vcpu_on_spin(Tsc now) {
@@ -103,7 +105,7 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
   const int n = static_cast<int>(list.size());
   const int last = vm_vcpus_->last_boosted_vcpu;
   int tries = 3;
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < 2 && tries; ++pass) {
     for (int i = 0; i < n; ++i) {
       if (!pass && i <= last) {
         i = last;
@@ -117,16 +119,31 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
         continue;
       }
       HostScheduler& s = pcpu_->host().scheduler();
-      if (s.yield_to(pcpu_->id(), v->se(), now)) {
+      const int cpu = v->se().cpu;
+      // resched_curr(p_rq) sends no IPI when the target pCPU's current task
+      // already has TIF_NEED_RESCHED (test_tsk_need_resched(): an earlier
+      // yield or wake-up is still on its way there).
+      const bool resched_pending = cpu >= 0 && s.need_resched(cpu);
+      const int yielded = s.yield_to(pcpu_->id(), v->se(), now);
+      if (yielded > 0) {
         vm_vcpus_->last_boosted_vcpu = i;
         ++stats_.directed_yields;
-        const int cpu = v->se().cpu;
-        if (cpu != pcpu_->id()) pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
+        if (cpu != pcpu_->id()) {
+          ++stats_.directed_yields_remote;
+          if (resched_pending)
+            ++stats_.directed_yield_ipis_saved;
+          else
+            pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
+        }
         return;  // in_spin_loop stays set until this vCPU runs again
       }
+      if (yielded == 0) {
+        ++stats_.yield_to_failed;
+        continue;
+      }
+      ++stats_.yield_to_esrch;
       if (--tries == 0) break;
     }
-    if (tries == 0) break;
   }
   // No yield: kvm_vcpu_set_in_spin_loop(me, false); dy_eligible(me, false).
   in_spin_loop_ = false;

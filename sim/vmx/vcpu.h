@@ -180,6 +180,10 @@ struct VcpuStats {
   std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
   std::uint64_t pause_exits = 0;            // PAUSE_INSTRUCTION exits (PLE)
   std::uint64_t directed_yields = 0;        // kvm_vcpu_on_spin() yielded to a vCPU
+  std::uint64_t directed_yields_remote = 0;     // ... queued on another pCPU (resched_curr IPI)
+  std::uint64_t directed_yield_ipis_saved = 0;  // ... whose pCPU had need_resched already: no IPI
+  std::uint64_t yield_to_failed = 0;            // yield_to() returned 0: the candidate was running
+  std::uint64_t yield_to_esrch = 0;  // yield_to() returned -ESRCH: both queues had one task
   // Candidates kvm_vcpu_eligible_for_directed_yield() passed over (they were
   // inside kvm_vcpu_on_spin() themselves and their dy_eligible was false).
   std::uint64_t dy_ineligible = 0;
@@ -202,6 +206,10 @@ struct VcpuStats {
     pv_tlb_flushes += o.pv_tlb_flushes;
     pause_exits += o.pause_exits;
     directed_yields += o.directed_yields;
+    directed_yields_remote += o.directed_yields_remote;
+    directed_yield_ipis_saved += o.directed_yield_ipis_saved;
+    yield_to_failed += o.yield_to_failed;
+    yield_to_esrch += o.yield_to_esrch;
     dy_ineligible += o.dy_ineligible;
     ple_window_grows += o.ple_window_grows;
     ple_window_peak = ple_window_peak > o.ple_window_peak ? ple_window_peak : o.ple_window_peak;

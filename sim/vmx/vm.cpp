@@ -69,9 +69,9 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   hp.timer_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_timer"));
   {
     const std::string rule = p.s("kvm.halt_poll_rule");
-    hp.rule = rule == "v4.0"   ? HaltPollRule::V4_0
-              : rule == "v4.3" ? HaltPollRule::V4_3
-              : rule == "v4.7" ? HaltPollRule::V4_7
+    hp.rule = rule == "v4.0"    ? HaltPollRule::V4_0
+              : rule == "v4.3"  ? HaltPollRule::V4_3
+              : rule == "v4.7"  ? HaltPollRule::V4_7
               : rule == "v5.2"  ? HaltPollRule::V5_2
               : rule == "v5.15" ? HaltPollRule::V5_15
                                 : HaltPollRule::V6_2;
@@ -138,6 +138,10 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
     m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
     m["vcpu.directed_yields"] = static_cast<double>(vs.directed_yields);
+    m["vcpu.directed_yields_remote"] = static_cast<double>(vs.directed_yields_remote);
+    m["vcpu.directed_yield_ipis_saved"] = static_cast<double>(vs.directed_yield_ipis_saved);
+    m["vcpu.yield_to_failed"] = static_cast<double>(vs.yield_to_failed);
+    m["vcpu.yield_to_esrch"] = static_cast<double>(vs.yield_to_esrch);
     m["vcpu.dy_ineligible"] = static_cast<double>(vs.dy_ineligible);
     m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
     m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);

@@ -4,7 +4,10 @@
 // on the T4 scenario (ebizzy -M, Haswell i7 desktop, 8 pCPUs).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "tests/cli/cli_runner.h"
 
@@ -107,8 +110,8 @@ TEST_CASE(
     "vCPUs in guest kernel mode",
     "[cli][tlb]") {
   const std::string s = kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 ";
-  const auto off = run_metrics("tlb-ple-off", s);
-  const auto on = run_metrics("tlb-ple-on", s + "--set kvm.ple_gap=128");
+  const auto off = run_metrics("tlb-ple-off", s + "--set kvm.ple_gap=0");
+  const auto on = run_metrics("tlb-ple-on", s);  // the scenario: v4.16's ple_gap 128
   // Off (kvm.ple_gap 0): no PAUSE exits at all.
   CHECK(off.find("vcpu.pause_exits") == off.end());
   CHECK(off.find("exits.PAUSE_INSTRUCTION.count") == off.end());
@@ -119,6 +122,19 @@ TEST_CASE(
   CHECK(m(on, "vcpu.pause_exits") > 1000);
   CHECK(m(on, "vcpu.directed_yields") > 0);
   CHECK(m(on, "vcpu.directed_yields") <= m(on, "vcpu.pause_exits"));
+  // Most boosted vCPUs wait on another pCPU's queue: yield_to()'s
+  // resched_curr(p_rq) IPI, unless that pCPU has need_resched already.
+  CHECK(m(on, "vcpu.directed_yields_remote") <= m(on, "vcpu.directed_yields"));
+  CHECK(m(on, "vcpu.directed_yields_remote") > 0.5 * m(on, "vcpu.directed_yields"));
+  CHECK(m(on, "vcpu.directed_yield_ipis_saved") > 0);
+  CHECK(m(on, "vcpu.directed_yield_ipis_saved") < m(on, "vcpu.directed_yields_remote"));
+  // Every pCPU is busy with >= 2 runnable threads: no -ESRCH; a candidate
+  // is vcpu->preempted, so it is never running when yield_to() looks.
+  CHECK(m(on, "vcpu.yield_to_esrch") == 0);
+  CHECK(m(on, "vcpu.yield_to_failed") == 0);
+  // The boosted target runs next on its queue (next buddy) unless it lies
+  // more than wakeup_gran right of the leftmost.
+  CHECK(m(on, "host.sched.next_buddy_picks") > m(on, "host.sched.next_buddy_refused"));
   // The yields let preempted targets run before the initiators' slices end.
   CHECK(m(on, "tlb.wait_avg_us") < 0.5 * m(off, "tlb.wait_avg_us"));
   CHECK(m(on, "invariants.violations") == 0);
@@ -135,6 +151,34 @@ TEST_CASE(
       run_metrics("tlb-ple-max", s + "--set kvm.ple_gap=128 --set kvm.ple_window_max=8192");
   CHECK(m(capped, "vcpu.ple_window_peak") == 8192);
   CHECK(m(capped, "vcpu.ple_window_grows") < m(capped, "vcpu.pause_exits"));
+}
+
+TEST_CASE(
+    "host load balancing spreads 24 ebizzy vCPU threads over 8 pCPUs; without it some "
+    "keep a pCPU alone and others starve",
+    "[cli][tlb][sched]") {
+  const std::string s = kT4 + "--set sim.max_simulated_s=1 --set vm.vcpus=24 --set kvm.ple_gap=0 ";
+  const auto on = run_metrics("tlb-lb-on", s);  // the scenario: host.sched_load_balance true
+  const auto off = run_metrics("tlb-lb-off", s + "--set host.sched_load_balance=false");
+  auto min_max = [](const nlohmann::json& r) {
+    double lo = 1e9, hi = 0;
+    for (int i = 0; i < 24; ++i) {
+      const double v = m(r, ("vcpu." + std::to_string(i) + ".run_s").c_str());
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    return std::make_pair(lo, hi);
+  };
+  // Fair share: 8/24 = 0.33 s of each simulated second.
+  const auto [on_lo, on_hi] = min_max(on);
+  CHECK(on_lo > 0.2);
+  CHECK(on_hi < 0.7);
+  CHECK(m(on, "host.sched.load_balance_pulls") > 0);
+  const auto [off_lo, off_hi] = min_max(off);
+  CHECK(off_lo < 0.15);
+  CHECK(off_hi > 0.9);
+  CHECK(off.find("host.sched.load_balance_pulls") == off.end());
+  CHECK(m(on, "invariants.violations") == 0);
 }
 
 TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never blocks",
