@@ -7,8 +7,10 @@
 
 #include <systemc>
 
+#include "sim/core/breakdown.h"
 #include "sim/core/observer.h"
 #include "sim/core/random.h"
+#include "sim/core/run_guard.h"
 #include "sim/core/time.h"
 
 namespace kvmsim {
@@ -17,13 +19,19 @@ struct SimContext {
   TscClock clock;
   std::uint64_t seed = 1;
   Observers obs;
+  // The observers every run has, called directly (inline) by
+  // Pcpu::end_segment on every segment instead of through the hub: each
+  // model step ends a segment, and two virtual calls there were ~10% of a
+  // T1 run. System sets them and adds them to the hub without Hook::Segment.
+  RunGuard* segment_guard = nullptr;
+  LatencyBreakdown* segment_breakdown = nullptr;
   std::uint64_t events = 0;  // model events dispatched (sim.events)
   // A pCPU may run its next decision points inline, without a SystemC event
   // each, while no other process can act before them (Pcpu::dispatch). Off
   // with --no-run-ahead, and for views that sample state through SystemC
   // (VCD via sc_trace). Outputs are the same either way.
   bool run_ahead = true;
-  Tsc run_until = kTscNever;  // the sc_start() limit: never run ahead to it
+  Tsc run_until = kTscNever;      // the sc_start() limit: never run ahead to it
   std::uint64_t activations = 0;  // SystemC activations of the pCPUs (not a metric)
   // Run-aheads that ended with two pCPUs due at one time where SystemC's
   // order could differ from the one without run-ahead (0 in every scenario

@@ -34,13 +34,6 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
   dont_initialize();
 }
 
-void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
-  seg_stage_ = stage;
-  seg_kind_ = kind;
-  seg_begin_ = now_tsc();
-  seg_end_ = end;
-}
-
 // The earliest time this pCPU must decide something: end of the current
 // segment, clockevent expiry, next noise interrupt, IPI arrival,
 // preemption-timer zero; `now` for an interrupt left pending (it came in
@@ -206,7 +199,7 @@ void Pcpu::shorten_segment(Tsc end) {
   }
 }
 
-void Pcpu::poll_sources(Tsc now) {
+void Pcpu::poll_arrivals(Tsc now) {
   while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
     ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
     ipi_inflight_.erase(ipi_inflight_.begin());
@@ -222,6 +215,9 @@ void Pcpu::poll_sources(Tsc now) {
 
 void Pcpu::end_segment(Tsc now) {
   if (seg_stage_ == Stage::HaltPoll) stats_.poll_cycles += now - seg_begin_;
+  // The hub's order (breakdown, guard, then the rest) is kept.
+  if (ctx_.segment_breakdown) ctx_.segment_breakdown->on_segment(id_, seg_stage_, seg_begin_, now);
+  if (ctx_.segment_guard) ctx_.segment_guard->on_segment(id_, seg_stage_, seg_begin_, now);
   if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
 }
 
