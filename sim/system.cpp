@@ -136,13 +136,9 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
   ctx_.run_ahead = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
   g_run_ahead_now = kTscNever;
-  ctx_.obs.add(&exit_stats_);
-  // breakdown_ and guard_ see segments from Pcpu::end_segment directly.
-  const std::uint32_t direct = 1U << static_cast<unsigned>(Hook::Segment);
-  ctx_.obs.add(&breakdown_, direct);
-  ctx_.segment_breakdown = &breakdown_;
-  ctx_.obs.add(&guard_, direct);  // fingerprint, invariants, a signal's stop request (run_guard.h)
-  ctx_.segment_guard = &guard_;
+  // Exit statistics, latency breakdown and the guard (fingerprint,
+  // invariants, a signal's stop request: run_guard.h), called directly.
+  ctx_.obs.set_core(&exit_stats_, &breakdown_, &guard_);
 
   host_ = std::make_unique<Host>(p, ctx_);
   const int nvms = static_cast<int>(p.i("vm.count"));

@@ -7,10 +7,8 @@
 
 #include <systemc>
 
-#include "sim/core/breakdown.h"
-#include "sim/core/observer.h"
+#include "sim/core/observers.h"
 #include "sim/core/random.h"
-#include "sim/core/run_guard.h"
 #include "sim/core/time.h"
 
 namespace kvmsim {
@@ -19,12 +17,6 @@ struct SimContext {
   TscClock clock;
   std::uint64_t seed = 1;
   Observers obs;
-  // The observers every run has, called directly (inline) by
-  // Pcpu::end_segment on every segment instead of through the hub: each
-  // model step ends a segment, and two virtual calls there were ~10% of a
-  // T1 run. System sets them and adds them to the hub without Hook::Segment.
-  RunGuard* segment_guard = nullptr;
-  LatencyBreakdown* segment_breakdown = nullptr;
   std::uint64_t events = 0;  // model events dispatched (sim.events)
   // A pCPU may run its next decision points inline, without a SystemC event
   // each, while no other process can act before them (Pcpu::dispatch). Off

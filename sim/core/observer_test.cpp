@@ -2,13 +2,11 @@
 // hooks it overrides: after the first call of a hook it does not use (the
 // base class's empty default), the observer leaves that hook's list, and it
 // keeps getting every call of the hooks it does use, in the order added.
-#include "sim/core/observer.h"
+#include "sim/core/observers.h"
 
 #include <vector>
 
 #include <catch2/catch.hpp>
-
-#include "sim/core/breakdown.h"
 
 using kvmsim::ExitReason;
 using kvmsim::Hook;
@@ -56,21 +54,28 @@ TEST_CASE("observers: an unused hook is pruned after its first call, used hooks 
 }
 
 TEST_CASE(
-    "observers: skipped hooks are not subscribed; on_apic_accept_ipi still reaches "
-    "on_apic_accept_irq",
+    "observers: the core observers get their hooks directly; on_apic_accept_ipi still "
+    "reaches on_apic_accept_irq",
     "[observer]") {
   Observers hub;
-  SegmentsOnly seg;
+  kvmsim::ExitStats stats;
+  kvmsim::RunGuard guard, fresh;
   AcceptIrq irq;
-  hub.add(&seg, 1U << static_cast<unsigned>(Hook::Segment));
+  hub.set_core(&stats, nullptr, &guard);
+  CHECK_FALSE(hub.empty());
+  CHECK(hub.subscribers(Hook::Vmexit) == 0);  // not in the lists
   hub.add(&irq);
-  hub.segment(0, Stage::Guest, 0, 1);
-  CHECK(seg.ends.empty());  // called directly by the model instead
-  hub.apic_accept_ipi(1, 0, 0xec, 5);
-  hub.apic_accept_ipi(1, 0, 0xec, 6);
-  hub.apic_accept_irq(0, 0xef, 7);
+  hub.vmexit(0, 0, ExitReason::HLT, 10);
+  hub.vmentry(0, 0, 25);
+  CHECK(stats.reason(ExitReason::HLT).count == 1);
+  CHECK(stats.reason(ExitReason::HLT).total == 15);
+  CHECK(guard.fingerprint() != fresh.fingerprint());
+  const auto before = guard.fingerprint();
+  hub.apic_accept_ipi(1, 0, 0xec, 30);  // RunGuard overrides on_apic_accept_irq only
+  hub.apic_accept_ipi(1, 0, 0xec, 31);
+  hub.apic_accept_irq(0, 0xef, 32);
+  CHECK(guard.fingerprint() != before);
   CHECK(irq.irqs == 3);
-  CHECK(hub.subscribers(Hook::ApicAcceptIrq) == 1);  // seg left it
 }
 
 TEST_CASE("observers: LatencyBreakdown sums only the stages seen after the deadline",

@@ -39,7 +39,7 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
 // preemption-timer zero; `now` for an interrupt left pending (it came in
 // while another one ran) or a posted-interrupt notification that the segment
 // lets in. May lie before `now` (a timer started in the past).
-Tsc Pcpu::next_decision(Tsc now) const {
+inline Tsc Pcpu::next_decision(Tsc now) const {  // inline: every model step asks
   Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
@@ -215,9 +215,6 @@ void Pcpu::poll_arrivals(Tsc now) {
 
 void Pcpu::end_segment(Tsc now) {
   if (seg_stage_ == Stage::HaltPoll) stats_.poll_cycles += now - seg_begin_;
-  // The hub's order (breakdown, guard, then the rest) is kept.
-  if (ctx_.segment_breakdown) ctx_.segment_breakdown->on_segment(id_, seg_stage_, seg_begin_, now);
-  if (ctx_.segment_guard) ctx_.segment_guard->on_segment(id_, seg_stage_, seg_begin_, now);
   if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
 }
 
