@@ -136,9 +136,9 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
   ctx_.run_ahead = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
   g_run_ahead_now = kTscNever;
-  ctx_.obs.add(&exit_stats_);
-  ctx_.obs.add(&breakdown_);
-  ctx_.obs.add(&guard_);  // fingerprint, invariants, a signal's stop request (run_guard.h)
+  // Exit statistics, latency breakdown and the guard (fingerprint,
+  // invariants, a signal's stop request: run_guard.h), called directly.
+  ctx_.obs.set_core(&exit_stats_, &breakdown_, &guard_);
 
   host_ = std::make_unique<Host>(p, ctx_);
   const int nvms = static_cast<int>(p.i("vm.count"));

@@ -11,19 +11,22 @@
 
 namespace kvmsim {
 
-class LatencyBreakdown : public ModelObserver {
+class LatencyBreakdown final : public ModelObserver {
  public:
   void on_timer_armed(int /*vcpu*/, int pcpu, Tsc deadline) override {
     auto& w = window(pcpu);
     w.deadline = deadline;
     w.open = true;
-    w.acc.fill(0);
+    for (std::uint64_t m = w.touched; m; m &= m - 1)
+      w.acc[static_cast<std::size_t>(__builtin_ctzll(m))] = 0;
+    w.touched = 0;
   }
   void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) override {
     if (static_cast<std::size_t>(pcpu) >= windows_.size()) return;
     auto& w = windows_[static_cast<std::size_t>(pcpu)];
     if (!w.open || end <= w.deadline) return;
     w.acc[static_cast<std::size_t>(stage)] += end - (begin > w.deadline ? begin : w.deadline);
+    w.touched |= std::uint64_t{1} << static_cast<unsigned>(stage);
   }
   // The segment that ends with the measurement was reported just before.
   void on_latency_sample(int /*vcpu*/, int pcpu, Tsc /*deadline*/, Tsc /*t*/,
@@ -31,7 +34,11 @@ class LatencyBreakdown : public ModelObserver {
     auto& w = window(pcpu);
     if (!w.open) return;
     w.open = false;
-    for (std::size_t i = 0; i < w.acc.size(); ++i) total_[i] += static_cast<double>(w.acc[i]);
+    // Only the stages the window saw (the others would add 0).
+    for (std::uint64_t m = w.touched; m; m &= m - 1) {
+      const auto i = static_cast<std::size_t>(__builtin_ctzll(m));
+      total_[i] += static_cast<double>(w.acc[i]);
+    }
     ++samples_;
   }
   [[nodiscard]] std::uint64_t samples() const { return samples_; }
@@ -45,7 +52,9 @@ class LatencyBreakdown : public ModelObserver {
     Tsc deadline = 0;
     bool open = false;
     std::array<Tsc, kStageCount> acc{};
+    std::uint64_t touched = 0;  // stages with acc != 0 possible (one bit each)
   };
+  static_assert(kStageCount <= 64, "one bit per stage in Window::touched");
   Window& window(int pcpu) {
     if (static_cast<std::size_t>(pcpu) >= windows_.size())
       windows_.resize(static_cast<std::size_t>(pcpu) + 1);

@@ -7,7 +7,7 @@
 
 #include <systemc>
 
-#include "sim/core/observer.h"
+#include "sim/core/observers.h"
 #include "sim/core/random.h"
 #include "sim/core/time.h"
 
@@ -23,7 +23,7 @@ struct SimContext {
   // with --no-run-ahead, and for views that sample state through SystemC
   // (VCD via sc_trace). Outputs are the same either way.
   bool run_ahead = true;
-  Tsc run_until = kTscNever;  // the sc_start() limit: never run ahead to it
+  Tsc run_until = kTscNever;      // the sc_start() limit: never run ahead to it
   std::uint64_t activations = 0;  // SystemC activations of the pCPUs (not a metric)
   // Run-aheads that ended with two pCPUs due at one time where SystemC's
   // order could differ from the one without run-ahead (0 in every scenario

@@ -16,7 +16,7 @@ struct ExitReasonStats {
   Tsc total = 0, min = kTscNever, max = 0;
 };
 
-class ExitStats : public ModelObserver {
+class ExitStats final : public ModelObserver {
  public:
   void on_vmexit(int vcpu, int /*pcpu*/, ExitReason r, Tsc t) override {
     auto& s = slot(vcpu);
@@ -38,7 +38,9 @@ class ExitStats : public ModelObserver {
   [[nodiscard]] const ExitReasonStats& reason(ExitReason r) const {
     return by_reason_[static_cast<std::size_t>(r)];
   }
-  [[nodiscard]] const std::array<ExitReasonStats, kMaxExitReason>& all() const { return by_reason_; }
+  [[nodiscard]] const std::array<ExitReasonStats, kMaxExitReason>& all() const {
+    return by_reason_;
+  }
 
  private:
   struct Open {
@@ -47,7 +49,8 @@ class ExitStats : public ModelObserver {
     bool open = false;
   };
   Open& slot(int vcpu) {
-    if (static_cast<std::size_t>(vcpu) >= open_.size()) open_.resize(static_cast<std::size_t>(vcpu) + 1);
+    if (static_cast<std::size_t>(vcpu) >= open_.size())
+      open_.resize(static_cast<std::size_t>(vcpu) + 1);
     return open_[static_cast<std::size_t>(vcpu)];
   }
   std::array<ExitReasonStats, kMaxExitReason> by_reason_{};

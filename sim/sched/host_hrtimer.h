@@ -45,6 +45,7 @@ class HostHrtimerBase {
     t->queued_ = true;
     t->base_ = this;
     t->expires_ = expires;
+    update_next();
   }
   // hrtimer_cancel(), on whichever base holds the timer.
   void cancel(HostHrtimer* t) {
@@ -53,11 +54,9 @@ class HostHrtimerBase {
     t->base_->dequeue(t);
   }
   // Where the clockevent device (host LAPIC in TSC-deadline mode) is armed.
-  [[nodiscard]] Tsc next_expiry() const {
-    Tsc m = kTscNever;
-    for (const auto* t : timers_) m = std::min(m, t->expires_);
-    return m;
-  }
+  // Kept up to date by start() and dequeue() (the pCPU reads it on every
+  // model step).
+  [[nodiscard]] Tsc next_expiry() const { return next_; }
   // __hrtimer_run_queues(): run every expired timer, earliest first.
   Tsc run_expired(Pcpu& cpu, Tsc now) {
     Tsc cost = 0;
@@ -76,9 +75,16 @@ class HostHrtimerBase {
   void dequeue(HostHrtimer* t) {
     t->queued_ = false;
     timers_.erase(std::remove(timers_.begin(), timers_.end(), t), timers_.end());
+    update_next();
+  }
+  void update_next() {
+    Tsc m = kTscNever;
+    for (const auto* t : timers_) m = std::min(m, t->expires_);
+    next_ = m;
   }
 
   std::vector<HostHrtimer*> timers_;
+  Tsc next_ = kTscNever;  // the earliest expiry queued here
 };
 
 }  // namespace kvmsim

@@ -35,19 +35,12 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
   dont_initialize();
 }
 
-void Pcpu::run_until(Stage stage, SegKind kind, Tsc end) {
-  seg_stage_ = stage;
-  seg_kind_ = kind;
-  seg_begin_ = now_tsc();
-  seg_end_ = end;
-}
-
 // The earliest time this pCPU must decide something: end of the current
 // segment, clockevent expiry, next noise interrupt, IPI arrival,
 // preemption-timer zero; `now` for an interrupt left pending (it came in
 // while another one ran) or a posted-interrupt notification that the segment
 // lets in. May lie before `now` (a timer started in the past).
-Tsc Pcpu::next_decision(Tsc now) const {
+inline Tsc Pcpu::next_decision(Tsc now) const {  // inline: every model step asks
   Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
   if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
@@ -285,7 +278,7 @@ void Pcpu::shorten_segment(Tsc end) {
   }
 }
 
-void Pcpu::poll_sources(Tsc now) {
+void Pcpu::poll_arrivals(Tsc now) {
   while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
     ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
     ipi_inflight_.erase(ipi_inflight_.begin());

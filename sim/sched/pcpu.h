@@ -143,7 +143,12 @@ class Pcpu : public sc_core::sc_module {
   void run_for(Stage stage, SegKind kind, Tsc cycles) {
     run_until(stage, kind, now_tsc() + cycles);
   }
-  void run_until(Stage stage, SegKind kind, Tsc end);
+  void run_until(Stage stage, SegKind kind, Tsc end) {
+    seg_stage_ = stage;
+    seg_kind_ = kind;
+    seg_begin_ = now_tsc();
+    seg_end_ = end;
+  }
   [[nodiscard]] Tsc segment_end() const { return seg_end_; }
   [[nodiscard]] SegKind segment_kind() const { return seg_kind_; }
   [[nodiscard]] Stage segment_stage() const { return seg_stage_; }
@@ -215,7 +220,12 @@ class Pcpu : public sc_core::sc_module {
   void dispatch();
   void step(Tsc now);
   [[nodiscard]] Tsc next_decision(Tsc now) const;
-  void poll_sources(Tsc now);
+  // Marks what arrived by `now` pending (IPIs, the clockevent, noise).
+  void poll_sources(Tsc now) {
+    if (next_ipi() > now && hrtimers_.next_expiry() > now && noise_next_ > now) return;
+    poll_arrivals(now);
+  }
+  void poll_arrivals(Tsc now);
   Tsc irq_exit(Tsc now);
   void end_segment(Tsc now);
   void schedule(Tsc now);  // __schedule(): pick and switch (from dispatch or a thread)

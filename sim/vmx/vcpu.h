@@ -33,20 +33,27 @@ inline constexpr std::uint8_t KVM_VCPU_PREEMPTED = 1U << 0;
 inline constexpr std::uint8_t KVM_VCPU_FLUSH_TLB = 1U << 1;
 
 // One step of guest execution, as the guest kernel model hands it to KVM.
+// The small fields share the first 8 bytes and there is no padding: the
+// struct is copied word by word on every guest step, and a word load that
+// overlaps narrower stores of a padded field stalls (store forwarding).
 struct GuestStep {
   enum class Kind : std::uint8_t { Run, Idle, Exit } kind = Kind::Run;
   Stage stage = Stage::Guest;
-  Tsc cycles = 0;                             // Run: host cycles of guest work
   ExitReason reason = ExitReason::MSR_WRITE;  // Exit: the exiting instruction
-  std::uint32_t msr = 0;
-  std::uint64_t value = 0;
   // Idle: a spin-wait loop of PAUSE (cpu_relax()) in guest kernel mode, which
   // Pause-Loop Exiting turns into PAUSE_INSTRUCTION exits (kvm.ple_gap).
   bool pause_loop = false;
+  std::uint32_t msr = 0;
+  Tsc cycles = 0;  // Run: host cycles of guest work
+  std::uint64_t value = 0;
 
-  static GuestStep run(Stage s, Tsc c) { return {Kind::Run, s, c}; }
+  static GuestStep run(Stage s, Tsc c) {
+    GuestStep g{Kind::Run, s};
+    g.cycles = c;
+    return g;
+  }
   static GuestStep spin(Stage s) {
-    GuestStep g{Kind::Idle, s, 0};
+    GuestStep g{Kind::Idle, s};
     g.pause_loop = true;
     return g;
   }
@@ -58,20 +65,21 @@ struct GuestStep {
     if (remaining != kTscNever) r.cycles = remaining;
     return r;
   }
-  static GuestStep idle(Stage s = Stage::GuestIdle) { return {Kind::Idle, s, 0}; }
+  static GuestStep idle(Stage s = Stage::GuestIdle) { return {Kind::Idle, s}; }
   static GuestStep hlt() {
-    GuestStep g{Kind::Exit, Stage::GuestIdle, 0};
+    GuestStep g{Kind::Exit, Stage::GuestIdle};
     g.reason = ExitReason::HLT;
     return g;
   }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
-    GuestStep g{Kind::Exit, Stage::Guest, 0};
+    GuestStep g{Kind::Exit, Stage::Guest};
     g.reason = ExitReason::MSR_WRITE;
     g.msr = msr;
     g.value = v;
     return g;
   }
 };
+static_assert(sizeof(GuestStep) == 24, "GuestStep: no padding (see above)");
 
 // What runs in non-root mode on a vCPU (implemented by sim/guest).
 class GuestVcpu {
