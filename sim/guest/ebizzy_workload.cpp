@@ -34,10 +34,12 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <vector>
 
 #include "sim/guest/guest_smp.h"
 #include "sim/guest/linux_guest.h"
 #include "sim/guest/rwsem.h"
+#include "sim/guest/spinlock.h"
 #include "sim/guest/tlb_flush.h"
 #include "sim/guest/workload.h"
 #include "sim/system.h"
@@ -70,6 +72,15 @@ void declare_ebizzy_params(ParamRegistry& r) {
   r.declare({"cost.ebizzy.munmap", ParamType::Dist, "10us", "time", {}, {}, {},
              "munmap() of the copy apart from the TLB flush: zap_page_range() of its 128 "
              "pages and freeing them (estimate)."});
+  r.declare({"ebizzy.lock_sections", ParamType::Int, "0", "count", 0, 1000, {},
+             "Experiment knob, no source (README T4): per record, kernel sections under one "
+             "guest-wide native queued spinlock (sim/guest/spinlock.h), a stand-in for the "
+             "node-wide locks of the record's page faults and frees (pgdat->lru_lock per "
+             "pagevec of 15 pages, zone->lock per pcp batch). They are carved out of "
+             "cost.ebizzy.record (user chunk, section, user chunk, ...), so the work per "
+             "record is unchanged; 0 = none (the record is one user-mode stretch)."});
+  r.declare({"cost.ebizzy.lock_hold", ParamType::Dist, "1us", "time", {}, {}, {},
+             "One ebizzy.lock_sections section: the spinlock held (estimate)."});
 }
 // clang-format on
 
@@ -81,7 +92,8 @@ struct EbizzyVmStats {
 class EbizzyThread : public GuestTask, public GuestHrtimer {
  public:
   EbizzyThread(int cpu, GuestMm* mm, GuestRwsem* mmap_sem, bool use_mmap, Sampler record,
-               Sampler munmap, Sampler mmap, EbizzyVmStats* st, std::uint64_t spread_ns)
+               Sampler munmap, Sampler mmap, EbizzyVmStats* st, std::uint64_t spread_ns,
+               GuestSpinlock* lock, int sections, Sampler hold)
       : GuestTask("ebizzy"),
         mm_(mm),
         sem_(mmap_sem),
@@ -90,7 +102,10 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
         munmap_(std::move(munmap)),
         mmap_(std::move(mmap)),
         st_(st),
-        spread_ns_(spread_ns) {
+        spread_ns_(spread_ns),
+        lock_(lock),
+        sections_(sections),
+        hold_(std::move(hold)) {
     bound_cpu = cpu;
   }
 
@@ -134,7 +149,35 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
         // User code of the mm: every flush requested for this CPU is done.
         mm_->check_before_user(k);
         phase_ = Phase::MunmapLock;
-        return GuestStep::run(Stage::GuestUser, record_(k.rng()));
+        if (sections_ == 0) return GuestStep::run(Stage::GuestUser, record_(k.rng()));
+        {
+          // ebizzy.lock_sections: the record as user chunks, each followed
+          // by a spinlock section (the same work in all).
+          const Tsc r = record_(k.rng());
+          Tsc holds = 0;
+          holds_.clear();
+          for (int i = 0; i < sections_; ++i) {
+            holds_.push_back(hold_(k.rng()));
+            holds += holds_.back();
+          }
+          chunk_ = r > holds ? (r - holds) / static_cast<Tsc>(sections_) : 0;
+          section_ = 0;
+          phase_ = Phase::SectionLock;
+          return GuestStep::run(Stage::GuestUser, chunk_);
+        }
+      case Phase::SectionLock:  // spin_lock(): held, or spin (PAUSE loop) until handed over
+        if (!lock_->lock(k, this, now)) return GuestStep::spin(Stage::Guest);
+        phase_ = Phase::SectionHold;
+        return GuestStep::run(Stage::GuestSyscall, holds_[static_cast<std::size_t>(section_)]);
+      case Phase::SectionHold:
+        lock_->unlock(k, now);
+        if (++section_ == sections_) {
+          phase_ = Phase::MunmapLock;
+          return run(k, now);
+        }
+        mm_->check_before_user(k);
+        phase_ = Phase::SectionLock;
+        return GuestStep::run(Stage::GuestUser, chunk_);
       case Phase::MunmapLock:
         // -m: munmap() -> vm_munmap(): down_write_killable(mmap_sem);
         // -M: free() -> shrink_heap() -> madvise(MADV_DONTNEED): down_read().
@@ -170,6 +213,8 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     MmapUnlock,
     FaultLock,
     Record,
+    SectionLock,
+    SectionHold,
     MunmapLock,
     Munmap,
     Returned,
@@ -202,6 +247,12 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
   Sampler record_, munmap_, mmap_;
   EbizzyVmStats* st_;
   std::uint64_t spread_ns_;
+  GuestSpinlock* lock_;
+  int sections_;
+  Sampler hold_;
+  std::vector<Tsc> holds_;
+  Tsc chunk_ = 0;
+  int section_ = 0;
   Phase phase_ = Phase::Start;
   Phase after_lock_ = Phase::Record, retry_ = Phase::Record;
   RwsemWaiter w_;
@@ -213,7 +264,8 @@ class EbizzyWorkload : public Workload {
       : threads_(static_cast<int>(p.i("ebizzy.threads"))),
         pv_(p.b("guest.pv_tlb_flush")),
         spread_ns_(static_cast<std::uint64_t>(p.i("ebizzy.start_spread_us")) * 1000),
-        use_mmap_(p.s("ebizzy.alloc") == "mmap") {}
+        use_mmap_(p.s("ebizzy.alloc") == "mmap"),
+        sections_(static_cast<int>(p.i("ebizzy.lock_sections"))) {}
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
@@ -236,12 +288,14 @@ class EbizzyWorkload : public Workload {
           S("cost.guest.rwsem_slowpath"),
           clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns")))));
       stats_.push_back(std::make_unique<EbizzyVmStats>());
+      locks_.push_back(std::make_unique<GuestSpinlock>());
       for (int t = 0; t < n; ++t) {
         const int cpu = t % vcpus;
         mms_.back()->add_cpu(cpu);
         threads_list_.push_back(std::make_unique<EbizzyThread>(
             cpu, mms_.back().get(), sems_.back().get(), use_mmap_, S("cost.ebizzy.record"),
-            S("cost.ebizzy.munmap"), S("cost.ebizzy.mmap"), stats_.back().get(), spread_ns_));
+            S("cost.ebizzy.munmap"), S("cost.ebizzy.mmap"), stats_.back().get(), spread_ns_,
+            locks_.back().get(), sections_, S("cost.ebizzy.lock_hold")));
         guests_.at(g + static_cast<std::size_t>(cpu))->add_task(threads_list_.back().get());
       }
       g += static_cast<std::size_t>(vcpus);
@@ -253,6 +307,7 @@ class EbizzyWorkload : public Workload {
     double sum = 0;
     TlbFlushStats all;
     RwsemStats sem_all;
+    SpinlockStats lock_all;
     for (std::size_t i = 0; i < stats_.size(); ++i) {
       const double r = s > 0 ? static_cast<double>(stats_[i]->records) / s : 0;
       m[fmt::format("ebizzy.vm{}.records_per_s", i)] = r;
@@ -260,12 +315,15 @@ class EbizzyWorkload : public Workload {
       GuestMm::report_stats(mms_[i]->stats(), clk, m, fmt::format("tlb.vm{}.", i));
       all += mms_[i]->stats();
       sem_all += sems_[i]->stats();
+      lock_all += locks_[i]->stats();
       sum += r;
     }
     m["ebizzy.records_per_s"] = stats_.empty() ? 0 : sum / static_cast<double>(stats_.size());
     GuestMm::report_stats(all, clk, m, "tlb.");
     // mm->mmap_sem of the VMs' ebizzy processes, summed.
     GuestRwsem::report_stats(sem_all, clk, m, "mmap_sem.");
+    // ebizzy.lock_sections: the guest-wide spinlock of the VMs, summed.
+    if (sections_ > 0) GuestSpinlock::report_stats(lock_all, clk, m, "ebizzy.lock.");
     // The initiators' time in csd_lock_wait() for flush acknowledgements.
     m["ebizzy.flush_wait_s"] = clk.to_s(static_cast<double>(all.wait_cycles));
     report_guest_smp(guests_, m);
@@ -276,9 +334,11 @@ class EbizzyWorkload : public Workload {
   bool pv_;
   std::uint64_t spread_ns_;
   bool use_mmap_;
+  int sections_;
   std::vector<std::unique_ptr<GuestKernel>> guests_;
   std::vector<std::unique_ptr<GuestMm>> mms_;
   std::vector<std::unique_ptr<GuestRwsem>> sems_;
+  std::vector<std::unique_ptr<GuestSpinlock>> locks_;
   std::vector<std::unique_ptr<EbizzyVmStats>> stats_;
   std::vector<std::unique_ptr<EbizzyThread>> threads_list_;
 };

@@ -164,6 +164,10 @@ void Host::report(Metrics& m, const TscClock& clk) const {
     m["host.sched.next_buddy_picks"] = static_cast<double>(sc.next_buddy_picks);
     m["host.sched.next_buddy_refused"] = static_cast<double>(sc.next_buddy_refused);
   }
+  if (sc.yield_switches || sc.yield_repicks) {  // schedule() after a yield (skip buddy)
+    m["host.sched.yield_switches"] = static_cast<double>(sc.yield_switches);
+    m["host.sched.yield_repicks"] = static_cast<double>(sc.yield_repicks);
+  }
 }
 
 }  // namespace kvmsim

@@ -178,11 +178,13 @@ void HostScheduler::dequeue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
 SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
   CfsRq& r = rq_mut(cpu);
   SchedEntity* prev = r.curr();
+  const bool yielded = prev != nullptr && prev->on_rq && r.skip_buddy() == prev;
   r.put_prev_entity(now);
   SchedEntity* next = r.pick_next_entity();
   if (const SchedEntity* buddy = r.next_buddy(); buddy != nullptr && buddy != r.first())
     ++(next == buddy ? counters_.next_buddy_picks : counters_.next_buddy_refused);
   if (next == nullptr && idle_balance(cpu, now) != nullptr) next = r.pick_next_entity();
+  if (yielded) ++(next == prev ? counters_.yield_repicks : counters_.yield_switches);
   if (next != nullptr) r.set_next_entity(*next, now);
   need_resched_[static_cast<std::size_t>(cpu)] = false;
   if (next != prev) ++counters_.context_switches;

@@ -48,6 +48,11 @@ struct SchedCounters {
   std::uint64_t load_balance_pulls = 0;  // entities moved by the periodic load_balance()
   std::uint64_t load_balance_runs = 0;   // load_balance() calls (domain levels balanced)
   std::uint64_t next_buddy_refused = 0;
+  // schedule() right after yield_task_fair() made the current entity the
+  // skip buddy (sched_yield, yield_to): another entity ran (the second was
+  // within wakeup_gran of the yielder), or the yielder was picked again.
+  std::uint64_t yield_switches = 0;
+  std::uint64_t yield_repicks = 0;
 };
 
 class HostScheduler {

@@ -538,6 +538,39 @@ TEST_CASE("sched: a remote yield_to target runs next only within wakeup_gran of 
   }
 }
 
+// The yielder's own schedule() after yield_to() (v4.16: schedule() only
+// when it yielded): pick_next_entity() passes over the skip buddy only if
+// the second entity is within wakeup_gran of it; otherwise the yielder runs
+// on (counted as a re-pick), and its PLE window keeps growing (no sched_in).
+TEST_CASE("sched: after yield_to the local partner runs only within wakeup_gran of the yielder",
+          "[sched]") {
+  const auto t = unscaled();
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  for (bool far : {false, true}) {
+    INFO((far ? "partner far right" : "partner near"));
+    const Topology topo(1, 2, 1);
+    HostScheduler s(topo, t);
+    SchedEntity y(1), partner(2), cur(3), target(4);
+    y.fresh = partner.fresh = false;
+    y.vruntime = 10 * gran;
+    partner.vruntime = 11 * gran + (far ? 1000 : -1000);
+    s.enqueue(0, y, 0, kEnqueueWakeup);
+    REQUIRE(s.pick_next(0, 0) == &y);
+    s.enqueue(0, partner, 0, kEnqueueWakeup);
+    s.enqueue(1, cur, 0, kEnqueueNone);
+    REQUIRE(s.pick_next(1, 0) == &cur);
+    s.enqueue(1, target, 0, kEnqueueNone);
+    REQUIRE(s.yield_to(0, target, 0) == HostScheduler::kYieldToDone);
+    REQUIRE(s.need_resched(0));
+    CHECK(s.pick_next(0, 0) == (far ? &y : &partner));
+    CHECK(s.counters().yield_switches == (far ? 0u : 1u));
+    CHECK(s.counters().yield_repicks == (far ? 1u : 0u));
+    // A plain pick without a fresh yield counts neither.
+    s.pick_next(1, 0);
+    CHECK(s.counters().yield_switches + s.counters().yield_repicks == 1u);
+  }
+}
+
 namespace {
 
 CfsTunables balancing() {
