@@ -141,3 +141,29 @@ TEST_CASE(
   CHECK(per_hlt >= 2.7);
   CHECK(per_hlt <= 3.3);
 }
+
+TEST_CASE(
+    "a guest before v4.8 runs TIMER_SOFTIRQ on every tick (run_local_timers() raises it "
+    "unconditionally); from v4.8 only when a wheel timer is due",
+    "[cli][tick]") {
+  // An idle HZ=1000 guest with the tick running (nohz=off) and no wheel
+  // timer: the only difference between the eras is the softirq round at
+  // each tick's irq_exit(), so the pCPU's C0 time per tick differs by
+  // cost.guest.timer_softirq (set to a fixed 700 ns here).
+  const std::string base =
+      "scenarios/halt_poll_idle.yaml --set guest.nohz=false --set guest.hz=1000 "
+      "--set kvm.halt_poll_ns=0 --set guest.clocksource_watchdog_ms=0 --set guest.watchdog_s=0 "
+      "--set sim.max_simulated_s=0.5 --set cost.guest.timer_softirq=700ns --set guest.kernel=";
+  const auto old = run_metrics("tick-softirq-4.3", base + "4.3");
+  const auto rework = run_metrics("tick-softirq-4.8", base + "4.8");
+  const double per_tick_ns =
+      (old["host.cpu.2.c0_frac"].get<double>() - rework["host.cpu.2.c0_frac"].get<double>()) * 1e9 /
+      1000.0;
+  INFO("C0 per tick, 4.3 minus 4.8: " << per_tick_ns << " ns");
+  CHECK(per_tick_ns == Approx(700).epsilon(0.05));
+  // An explicit setting overrides the era.
+  const auto forced =
+      run_metrics("tick-softirq-4.3-off", base + "4.3 --set guest.tick_timer_softirq=false");
+  CHECK(forced["host.cpu.2.c0_frac"].get<double>() ==
+        Approx(rework["host.cpu.2.c0_frac"].get<double>()).epsilon(1e-6));
+}
