@@ -103,10 +103,12 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     // active hrtimer_get_next_event() returns KTIME_MAX (hrtimers program
     // the clockevent themselves). So the tick stops unless a wheel timer
     // is due within a jiffy, however close the next hrtimer is.
-    const std::uint64_t g = guest_tsc(now);
     bool wheel_due = false;
-    for (auto* t : timers_)
-      if (t->wheel && t->expires <= g + tick_.period) wheel_due = true;
+    if (tick_running_) {
+      const std::uint64_t g = guest_tsc(now);
+      for (auto* t : timers_)
+        if (t->wheel && t->expires <= g + tick_.period) wheel_due = true;
+    }
     if (tick_running_ && !wheel_due) {
       irq_in_idle_ = false;
       tick_stop();  // queues the clockevent write for the next timer, if any
