@@ -29,6 +29,7 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
   if (cfg_.watchdog_s) watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
   if (cfg_.clocksource_watchdog_ms)
     cs_watchdog_.period = guest_tsc_khz_ * cfg_.clocksource_watchdog_ms;
+  cs_watchdog_.wheel = true;  // add_timer_on(): a timer-wheel timer
 }
 
 std::uint64_t GuestKernel::boot_phase(const char* timer, std::uint64_t period) const {
@@ -40,7 +41,20 @@ Tsc GuestKernel::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   const std::uint64_t g = k.guest_tsc(now);
   while (expires <= g) expires += period;
   k.hrtimer_start(this, expires);
-  return (k.costs().*cost_)(k.rng());
+  Tsc cost = (k.costs().*cost_)(k.rng());
+  // update_process_times() -> run_local_timers(): before v4.8 it raises
+  // TIMER_SOFTIRQ on every tick (the pre-rework wheel is scanned from the
+  // softirq); from v4.8 only when a wheel timer is due.
+  if (this == &k.tick_ && k.cfg_.tick_timer_softirq) k.softirq_pending_ = true;
+  if (wheel) {
+    // A wheel timer runs from TIMER_SOFTIRQ. With the tick stopped in idle,
+    // tick_nohz_stop_sched_tick() parked the tick's sched_timer at this
+    // timer's jiffy, so the interrupt is tick_sched_timer() first
+    // (tick_sched_handle() -> update_process_times() raises the softirq).
+    k.softirq_pending_ = true;
+    if (!k.tick_running_ && k.cfg_.hz) cost += k.costs_.tick(k.rng_);
+  }
+  return cost;
 }
 
 void GuestKernel::tick_start(Tsc now) {
@@ -81,16 +95,34 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     }
     return GuestStep::idle();
   }
-  if (tick_running_ && cfg_.nohz) {
-    std::uint64_t next_other = 0;
-    for (auto* t : timers_)
-      if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
-    const std::uint64_t g = guest_tsc(now);
-    if (next_other == 0 || next_other > g + tick_.period) {
+  if (cfg_.nohz && cfg_.hz) {
+    // tick_nohz_stop_sched_tick() (v4.x: tick_nohz_idle_enter(), and again
+    // from tick_nohz_irq_exit() after every interrupt in idle; v4.17+: the
+    // idle loop's tick_nohz_idle_stop_tick() on every pass): the next event
+    // is the timer wheel's and RCU's only, because with high-res timers
+    // active hrtimer_get_next_event() returns KTIME_MAX (hrtimers program
+    // the clockevent themselves). So the tick stops unless a wheel timer
+    // is due within a jiffy, however close the next hrtimer is.
+    bool wheel_due = false;
+    if (tick_running_) {
+      const std::uint64_t g = guest_tsc(now);
+      for (auto* t : timers_)
+        if (t->wheel && t->expires <= g + tick_.period) wheel_due = true;
+    }
+    if (tick_running_ && !wheel_due) {
+      irq_in_idle_ = false;
       tick_stop();  // queues the clockevent write for the next timer, if any
       return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));  // HLT comes next
     }
+    if (irq_in_idle_ && !tick_running_) {
+      // Back in idle after an interrupt that woke nothing, tick stopped:
+      // the same next-event evaluation, the stop's work of the same kind
+      // (its reprogram happens only if the next event moved).
+      irq_in_idle_ = false;
+      return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
+    }
   }
+  irq_in_idle_ = false;
   if (cfg_.haltpoll.max_ns) return haltpoll_idle_step(now);
   ++idle_stats_.hlt;
   in_hlt_ = true;
@@ -377,6 +409,7 @@ void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc now) {
   // The interrupted step (if any) was saved by suspend(); it resumes after
   // the handler unless a reschedule switches away from it.
   timer_from_idle_ = vector == LOCAL_TIMER_VECTOR && (in_hlt_ || polling_);
+  if (in_hlt_ || polling_) irq_in_idle_ = true;
   if (in_hlt_) {
     // The halt ends: cpuidle's last_residency_ns -> haltpoll_reflect().
     in_hlt_ = false;
@@ -434,6 +467,12 @@ GuestStep GuestKernel::irq_step(Tsc now) {
     }
     case Irq::Exit:
       irq_state_ = Irq::None;
+      if (softirq_pending_) {
+        // invoke_softirq() -> __do_softirq(): run_timer_softirq().
+        softirq_pending_ = false;
+        return GuestStep::run(Stage::GuestIrqExit,
+                              costs_.irq_exit(rng_) + costs_.timer_softirq(rng_));
+      }
       return GuestStep::run(Stage::GuestIrqExit, costs_.irq_exit(rng_));
     case Irq::None:
       break;

@@ -21,17 +21,18 @@ class GuestKernel;
 class GuestSmp;
 
 struct GuestCosts {
-  Sampler irq_entry;           // IDT entry, irq_enter, local_apic_timer_interrupt
-  Sampler hrtimer_interrupt;   // hrtimer_interrupt() bookkeeping per interrupt
-  Sampler hrtimer_wakeup;      // hrtimer_wakeup() -> try_to_wake_up() per expired sleeper
-  Sampler clockevent_program;  // tick_program_event() .. lapic_next_deadline() before WRMSR
-  Sampler irq_exit;            // irq_exit() + iret
-  Sampler context_switch;      // __schedule() + context switch
-  Sampler tick;                // tick_sched_timer(): update_process_times(), scheduler_tick()
-  Sampler nohz_stop;           // tick_nohz_idle_stop_tick() when it stops the tick
-  Sampler nohz_restart;        // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
-  Sampler watchdog;            // watchdog_timer_fn(): softlockup check
+  Sampler irq_entry;             // IDT entry, irq_enter, local_apic_timer_interrupt
+  Sampler hrtimer_interrupt;     // hrtimer_interrupt() bookkeeping per interrupt
+  Sampler hrtimer_wakeup;        // hrtimer_wakeup() -> try_to_wake_up() per expired sleeper
+  Sampler clockevent_program;    // tick_program_event() .. lapic_next_deadline() before WRMSR
+  Sampler irq_exit;              // irq_exit() + iret
+  Sampler context_switch;        // __schedule() + context switch
+  Sampler tick;                  // tick_sched_timer(): update_process_times(), scheduler_tick()
+  Sampler nohz_stop;             // tick_nohz_idle_stop_tick() when it stops the tick
+  Sampler nohz_restart;          // tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick()
+  Sampler watchdog;              // watchdog_timer_fn(): softlockup check
   Sampler clocksource_watchdog;  // clocksource_watchdog(): read and compare two clocksources
+  Sampler timer_softirq;         // irq_exit() -> __do_softirq() -> run_timer_softirq(), nothing due
   // SMP (sim/guest/guest_smp.h): the three cost.guest.* below are drawn only
   // by workloads that wake tasks across vCPUs or make cross calls.
   Sampler ttwu_remote;            // try_to_wake_up() onto another vCPU, up to the ICR write
@@ -77,6 +78,10 @@ struct GuestConfig {
   // when no timer is due before the next tick, and restarts it (one more
   // clockevent write) on idle exit, before the woken task runs.
   bool idle_poll_stops_tick = false;
+  // Guests before v4.8 (guest.tick_timer_softirq): run_local_timers()
+  // raises TIMER_SOFTIRQ on every tick, timers due or not; from the v4.8
+  // timer-wheel rework only when a wheel timer is due.
+  bool tick_timer_softirq = false;
   // lapic_timer_shutdown() when the last timer goes (guest.clockevent_shutdown):
   // nothing (before v4.11: no set_state_oneshot_stopped), mask LVTT and zero
   // TMICT (v4.11..v6.11), or also zero the TSC deadline (v6.12+). After a
@@ -115,6 +120,9 @@ class GuestHrtimer {
   virtual Tsc fn(GuestKernel& k, Tsc now) = 0;
   std::uint64_t expires = 0;
   bool queued = false;
+  // A timer-wheel timer (add_timer(), run from TIMER_SOFTIRQ), not an
+  // hrtimer: in high-res mode only these keep the idle tick running.
+  bool wheel = false;
 };
 
 // A guest task: a state machine the kernel steps while it is current.
@@ -319,7 +327,9 @@ class GuestKernel : public GuestVcpu {
   // Idle state: HLT executed and no interrupt since; haltpoll's poll state.
   bool in_hlt_ = false;
   bool polling_ = false;
-  bool timer_from_idle_ = false;     // the timer interrupt being handled found the CPU idle
+  bool timer_from_idle_ = false;  // the timer interrupt being handled found the CPU idle
+  bool irq_in_idle_ = false;      // an interrupt ended the HLT; the idle loop re-evaluates the tick
+  bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
   std::uint64_t idle_enter_ns_ = 0;  // guest ns when the HLT / poll began
   unsigned poll_limit_ns_ = 0;       // cpuidle_device->poll_limit_ns
   bool last_state_poll_ = false;     // dev->last_state_idx == 0

@@ -22,6 +22,7 @@ GuestCosts guest_costs(const ParamSet& p, const TscClock& clk) {
   gc.nohz_restart = S("cost.guest.nohz_restart");
   gc.watchdog = S("cost.guest.watchdog");
   gc.clocksource_watchdog = S("cost.guest.clocksource_watchdog");
+  gc.timer_softirq = S("cost.guest.timer_softirq");
   gc.ttwu_remote = S("cost.guest.ttwu_remote");
   gc.resched_ipi_handler = S("cost.guest.resched_ipi_handler");
   gc.smp_call_function = S("cost.guest.smp_call_function");
@@ -47,6 +48,7 @@ GuestConfig guest_config(const ParamSet& p) {
                     "guest.idle=hlt (idle=poll bypasses cpuidle)",
                     p.origin("guest.haltpoll_ns")));
   g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
+  g.tick_timer_softirq = p.b("guest.tick_timer_softirq");
   const std::string& sd = p.s("guest.clockevent_shutdown");
   g.clockevent_shutdown = sd == "none"             ? GuestConfig::Shutdown::None
                           : sd == "lvtt_deadline0" ? GuestConfig::Shutdown::LvttDeadline0

@@ -17,6 +17,10 @@ void declare_guest_params(ParamRegistry& r) {
              "idle=poll enters through tick_nohz_idle_enter(): the tick stops in idle when no "
              "timer is due before the next tick and restarts on idle exit, one more clockevent "
              "write before the woken task runs (guests before v4.17)."});
+  r.declare({"guest.tick_timer_softirq", ParamType::Bool, "false", "bool", {}, {}, {},
+             "update_process_times() -> run_local_timers() raises TIMER_SOFTIRQ on every tick, "
+             "timers due or not (guests before the v4.8 timer-wheel rework); false = only when a "
+             "wheel timer is due. The softirq runs at irq_exit() (cost.guest.timer_softirq)."});
   r.declare({"guest.clockevent_shutdown", ParamType::String, "lvtt_tmict", "", {}, {},
              {"none", "lvtt_tmict", "lvtt_deadline0"},
              "lapic_timer_shutdown() when the guest's last timer goes: none (the stale TSC "
@@ -113,6 +117,11 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"cost.guest.clocksource_watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
              "Guest clocksource_watchdog(): read the watched clocksource and the watchdog, "
              "compare, re-arm. Estimate."});
+  r.declare({"cost.guest.timer_softirq", ParamType::Dist, "400ns", "time", {}, {}, {},
+             "irq_exit() -> invoke_softirq() -> __do_softirq() running TIMER_SOFTIRQ with no "
+             "timer callback due: softirq accounting, run_timer_softirq() (v4.x: "
+             "hrtimer_run_pending(), __run_timers() lock and wheel-index catch-up), "
+             "rcu_bh_qs(). Estimate (no sourced figure); a due timer's own work is its cost."});
   r.declare({"cost.guest.tick", ParamType::Dist, "1us", "time", {}, {}, {},
              "Guest tick_sched_timer(): update_process_times(), scheduler_tick()."});
   r.declare({"cost.guest.nohz_stop", ParamType::Dist, "500ns", "time", {}, {}, {},
@@ -181,6 +190,11 @@ void declare_guest_eras(ParamRegistry& r) {
                "poll included (v4.9)"},
               {"4.17", "false",
                "v4.17 idle-loop rework (Rafael Wysocki 2018): the polling loop keeps the tick"}});
+  r.set_eras("guest.tick_timer_softirq", "guest.kernel",
+             {{"3.10", "true", "run_local_timers(): raise_softirq(TIMER_SOFTIRQ) on every tick"},
+              {"4.8", "false",
+               "v4.8 timer-wheel rework (Thomas Gleixner 2016): raised only when the wheel "
+               "base's clk shows a timer due"}});
   r.set_eras("guest.clockevent_shutdown", "guest.kernel",
              {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
               {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},

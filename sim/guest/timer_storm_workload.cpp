@@ -10,8 +10,8 @@
 // expiries the vCPU is in the idle loop. Per expiry the guest takes the
 // LAPIC timer interrupt (hrtimer_interrupt() runs the callback, then
 // reprograms the TSC-deadline clockevent: one WRMSR 0x6e0), and goes back
-// to idle (guest.idle: hlt executes HLT; NO_HZ_IDLE keeps the tick, since
-// the next timer is less than a tick away). What the host does with each of
+// to idle (guest.idle: hlt executes HLT; NO_HZ_IDLE stops the tick, which
+// only timer-wheel timers keep, and nothing restarts it). What the host does with each of
 // those (the exits, the fastpath, halt polling, the timer back end) is the
 // model's, not this file's.
 #include <cmath>
