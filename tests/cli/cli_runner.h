@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,9 +50,26 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(read_text(p));
 }
 
-// A fresh output directory under the build tree's temp area.
+// The test process's own temp area, kvmsim-test-<pid>, removed when the
+// process ends: test binaries of several build trees (or worktrees) that run
+// at once must not write into each other's output directories.
+inline const std::filesystem::path& test_temp_root() {
+  struct Root {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("kvmsim-test-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Root root;
+  return root.path;
+}
+
+// A fresh output directory in this process's temp area.
 inline std::filesystem::path out_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("kvmsim-test-" + name);
+  std::filesystem::create_directories(test_temp_root());
+  auto d = test_temp_root() / name;
   std::filesystem::remove_all(d);
   return d;
 }
