@@ -4,6 +4,8 @@
 #   make test    build, run ctest, then pytest over tests/python (the Python package is
 #                build/python/kvmsim: PYTHONPATH=build/python)
 #   make bench   build, run kvmsim-bench
+#   make pgo     build-pgo/kvmsim: profile-guided build of the CLI (instrumented build,
+#                tools/pgo-train.sh, optimised build), outputs checked identical to build/'s
 #   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
 #   make format  clang-format -i over the C++ sources
 #   make tidy    clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
@@ -21,7 +23,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 FORMAT_DIRS := sim tools bench tests bindings
 FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
 
-.PHONY: all deps configure build demo test bench sanitize format tidy clean
+.PHONY: all deps configure build demo test bench pgo sanitize format tidy clean
 
 all: build
 
@@ -50,6 +52,26 @@ test: build
 
 bench: build
 	./$(BUILD_DIR)/kvmsim-bench
+
+PGO_DIR ?= build-pgo
+pgo: build
+	cmake -S . -B $(PGO_DIR) -DCMAKE_BUILD_TYPE=Release -DKVMSIM_PYTHON=OFF -DKVMSIM_PGO=generate $(CMAKE_ARGS)
+	cmake --build $(PGO_DIR) -j$(JOBS) --target kvmsim
+	find $(PGO_DIR) -name '*.gcda' -delete
+	bash tools/pgo-train.sh $(PGO_DIR)/kvmsim
+	cmake -S . -B $(PGO_DIR) -DKVMSIM_PGO=use
+	cmake --build $(PGO_DIR) -j$(JOBS) --target kvmsim kvmsim-bench
+	@for s in "scenarios/cyclictest_pinned.yaml --set cyclictest.loops=100000" \
+	          "scenarios/cyclictest_pinned.yaml --set cyclictest.loops=100000 --set kvm.enable_hv_timer=false" \
+	          "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=2000000"; do \
+	  rm -rf $(PGO_DIR)/check-plain $(PGO_DIR)/check-pgo; \
+	  ./$(BUILD_DIR)/kvmsim run $$s -q --out $(PGO_DIR)/check-plain || exit 1; \
+	  ./$(PGO_DIR)/kvmsim run $$s -q --out $(PGO_DIR)/check-pgo || exit 1; \
+	  for f in $(PGO_DIR)/check-plain/*; do \
+	    grep -v '"sim.wall_s"' $$f > $$f.cmp; grep -v '"sim.wall_s"' $(PGO_DIR)/check-pgo/$$(basename $$f) > $$f.pgo; \
+	    cmp -s $$f.cmp $$f.pgo || { echo "pgo: $$s: $$(basename $$f) differs from $(BUILD_DIR)/kvmsim's"; exit 1; }; \
+	  done; \
+	done; echo "pgo: $(PGO_DIR)/kvmsim built; outputs identical to $(BUILD_DIR)/kvmsim's"
 
 # The model leaks its SystemC objects on purpose (one elaboration per process): no leak checks.
 sanitize: deps
