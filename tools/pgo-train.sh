@@ -7,7 +7,13 @@
 set -euo pipefail
 kvmsim=${1:?usage: tools/pgo-train.sh PATH/TO/INSTRUMENTED/kvmsim}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-run() { "$kvmsim" run "$@" -q --out "$(mktemp -d)"; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+n=0
+run() {
+  n=$((n + 1))
+  "$kvmsim" run "$@" -q --out "$out/$n"
+}
 run scenarios/cyclictest_pinned.yaml --set kvm.enable_hv_timer=true --set cyclictest.loops=100000
 run scenarios/cyclictest_pinned.yaml --set kvm.enable_hv_timer=false --set cyclictest.loops=100000
 run scenarios/tscdeadline_latency.yaml
