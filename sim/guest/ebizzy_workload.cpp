@@ -165,12 +165,29 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
           phase_ = Phase::SectionLock;
           return GuestStep::run(Stage::GuestUser, chunk_);
         }
-      case Phase::SectionLock:  // spin_lock(): held, or spin (PAUSE loop) until handed over
-        if (!lock_->lock(k, this, now)) return GuestStep::spin(Stage::Guest);
+      case Phase::SectionLock:
+        // spin_lock_irqsave() (zone->lock and lru_lock are taken with
+        // interrupts off): held, or spin / halt until handed over.
+        if (irqsave_ && !k.irqs_disabled()) k.local_irq_save();
+        if (auto s = lock_->lock(k, this, now)) return *s;
         phase_ = Phase::SectionHold;
         return GuestStep::run(Stage::GuestSyscall, holds_[static_cast<std::size_t>(section_)]);
-      case Phase::SectionHold:
-        lock_->unlock(k, now);
+      case Phase::SectionHold: {
+        // spin_unlock_irqrestore(): a halted PV queue head is kicked
+        // (KVM_HC_KICK_CPU) before interrupts come back on.
+        const int kick = lock_->unlock(k, now);
+        phase_ = Phase::SectionIrqRestore;
+        if (kick >= 0) return GuestStep::vmcall(KVM_HC_KICK_CPU, static_cast<std::uint64_t>(kick));
+        return run(k, now);
+      }
+      case Phase::SectionIrqRestore:
+        phase_ = Phase::SectionDone;
+        if (irqsave_) {
+          k.local_irq_restore(now);  // a vector that waited runs first
+          return k.step(now);
+        }
+        return run(k, now);
+      case Phase::SectionDone:
         if (++section_ == sections_) {
           phase_ = Phase::MunmapLock;
           return run(k, now);
@@ -214,6 +231,8 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     FaultLock,
     Record,
     SectionLock,
+    SectionIrqRestore,
+    SectionDone,
     SectionHold,
     MunmapLock,
     Munmap,
@@ -248,6 +267,10 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
   EbizzyVmStats* st_;
   std::uint64_t spread_ns_;
   GuestSpinlock* lock_;
+  // zone->lock (rmqueue_bulk / free_pcppages_bulk under local_irq_save) and
+  // pgdat->lru_lock (spin_lock_irqsave in pagevec_lru_move_fn and
+  // release_pages) are both taken with interrupts off.
+  static constexpr bool irqsave_ = true;
   int sections_;
   Sampler hold_;
   std::vector<Tsc> holds_;
@@ -288,7 +311,11 @@ class EbizzyWorkload : public Workload {
           S("cost.guest.rwsem_slowpath"),
           clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns")))));
       stats_.push_back(std::make_unique<EbizzyVmStats>());
-      locks_.push_back(std::make_unique<GuestSpinlock>());
+      SpinlockConfig lc;
+      lc.pv = p.b("guest.pv_spinlock");
+      lc.wait_early_preempted = p.b("guest.pv_spinlock_wait_early_preempted");
+      lc.loop_cycles = static_cast<Tsc>(p.i("guest.pv_spinlock_loop_cycles"));
+      locks_.push_back(std::make_unique<GuestSpinlock>(lc));
       for (int t = 0; t < n; ++t) {
         const int cpu = t % vcpus;
         mms_.back()->add_cpu(cpu);

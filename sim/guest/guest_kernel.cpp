@@ -235,7 +235,8 @@ GuestStep GuestKernel::step(Tsc now) {
     has_resume_ = false;
     // (The haltpoll poll is such a spin too, with a time limit.)
     if (!(recheck &&
-          (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll)))
+          (resume_.kind == GuestStep::Kind::Idle || resume_.pause_loop ||
+           resume_.stage == Stage::GuestHaltPoll)))
       return last_ = resume_;
   }
   if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s || cfg_.clocksource_watchdog_ms)) {
@@ -389,6 +390,11 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
     return false;
   }
   return true;
+}
+
+void GuestKernel::local_irq_restore(Tsc now) {
+  irqs_off_ = false;
+  vcpu_.deliver_pending_interrupt(now);
 }
 
 void GuestKernel::remote_store() {

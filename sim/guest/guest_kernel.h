@@ -186,7 +186,8 @@ class GuestKernel : public GuestVcpu {
   // GuestVcpu
   GuestStep step(Tsc now) override;
   void suspend(Tsc remaining) override;
-  [[nodiscard]] bool interruptible() const override { return !in_irq_; }
+  [[nodiscard]] bool interruptible() const override { return !in_irq_ && !irqs_off_; }
+  [[nodiscard]] bool irqs_disabled() const override { return irqs_off_ && !in_irq_; }
   [[nodiscard]] bool in_kernel_mode() const override {
     return in_irq_ || last_.stage != Stage::GuestUser;
   }
@@ -227,6 +228,13 @@ class GuestKernel : public GuestVcpu {
   // Queue kernel work to run after the current step (interrupt context:
   // inside the handler).
   void queue_work(std::unique_ptr<KernelWork> w);
+  // local_irq_save() / local_irq_restore() around a task's kernel section
+  // (spin_lock_irqsave() and friends): interrupts wait in the IRR meanwhile.
+  // The restore takes a vector that became pending (STI with a vector in
+  // the vIRR: virtual-interrupt delivery, or KVM's interrupt-window exit,
+  // whose exit is not modelled); the task then returns k.step(now).
+  void local_irq_save() { irqs_off_ = true; }
+  void local_irq_restore(Tsc now);
   // Queue a step the kernel runs before returning to the current task.
   void push_kernel_step(const GuestStep& s) { kq_.push_back(s); }
 
@@ -311,6 +319,7 @@ class GuestKernel : public GuestVcpu {
   bool has_irq_resume_ = false;
 
   bool in_irq_ = false;
+  bool irqs_off_ = false;  // RFLAGS.IF clear in task context (local_irq_save)
   Irq irq_state_ = Irq::None;
   std::uint8_t irq_vector_ = 0;  // the vector being handled
   std::deque<GuestStep> irq_q_;

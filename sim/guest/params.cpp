@@ -21,6 +21,22 @@ void declare_guest_params(ParamRegistry& r) {
              "update_process_times() -> run_local_timers() raises TIMER_SOFTIRQ on every tick, "
              "timers due or not (guests before the v4.8 timer-wheel rework); false = only when a "
              "wheel timer is due. The softirq runs at irq_exit() (cost.guest.timer_softirq)."});
+  r.declare({"guest.pv_spinlock", ParamType::Bool, "true", "bool", {}, {}, {},
+             "kvm_spinlock_init(): the guest's queued spinlocks are paravirtual (the host offers "
+             "KVM_FEATURE_PV_UNHALT, as KVM does): waiters halt after SPIN_THRESHOLD loops and "
+             "the unlock kicks them with KVM_HC_KICK_CPU (sim/guest/spinlock.h). false = native "
+             "qspinlock (nopvspin). Only workloads with guest spinlocks use it (ebizzy.lock_sections)."});
+  r.declare({"guest.pv_spinlock_wait_early_preempted", ParamType::Bool, "false", "bool", {}, {},
+             {},
+             "pv_wait_early() also halts a queued waiter whose predecessor's vCPU is preempted "
+             "(vcpu_is_preempted()), not only one whose predecessor halted: v4.11 "
+             "(75437bb304b2) to v5.3; reverted by 89340d0935c9 (2019) after ebizzy -M under "
+             "over-commit lost 7-8x with it."});
+  r.declare({"guest.pv_spinlock_loop_cycles", ParamType::Int, "40", "cycles", 1, 100000, {},
+             "Host cycles of one turn of the PV qspinlock's spin loops (a load and cpu_relax(): "
+             "PAUSE is ~10 cycles before Skylake, ~140 on Skylake-SP per Intel's optimization "
+             "manual); SPIN_THRESHOLD (32768) turns make the spin before a waiter halts "
+             "(estimate; the platform file may set it)."});
   r.declare({"guest.clockevent_shutdown", ParamType::String, "lvtt_tmict", "", {}, {},
              {"none", "lvtt_tmict", "lvtt_deadline0"},
              "lapic_timer_shutdown() when the guest's last timer goes: none (the stale TSC "
@@ -195,6 +211,11 @@ void declare_guest_eras(ParamRegistry& r) {
               {"4.8", "false",
                "v4.8 timer-wheel rework (Thomas Gleixner 2016): raised only when the wheel "
                "base's clk shows a timer due"}});
+  r.set_eras("guest.pv_spinlock_wait_early_preempted", "guest.kernel",
+             {{"3.10", "false", "pv_wait_early(): only a halted predecessor"},
+              {"4.11", "true",
+               "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
+              {"5.4", "false", "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
   r.set_eras("guest.clockevent_shutdown", "guest.kernel",
              {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
               {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},

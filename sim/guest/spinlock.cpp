@@ -1,5 +1,6 @@
 #include "sim/guest/spinlock.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/guest/guest_kernel.h"
@@ -10,45 +11,128 @@ SpinlockStats& SpinlockStats::operator+=(const SpinlockStats& o) {
   acquires += o.acquires;
   contended += o.contended;
   hold_preempted += o.hold_preempted;
+  steals += o.steals;
+  pv_wait_node += o.pv_wait_node;
+  pv_wait_early += o.pv_wait_early;
+  pv_wait_head += o.pv_wait_head;
+  pv_kick += o.pv_kick;
   wait_cycles += o.wait_cycles;
   wait_off_cpu_cycles += o.wait_off_cpu_cycles;
   hold_cycles += o.hold_cycles;
   return *this;
 }
 
-// queued_spin_lock(): the fast path on a free word, else the slowpath's MCS
-// queue; the queued CPU spins until the lock is handed to it.
-bool GuestSpinlock::lock(GuestKernel& k, const GuestTask* t, Tsc now) {
-  if (owner_ == nullptr && queue_.empty()) {
-    owner_ = t;
-    owner_cpu_ = &k;
-    owner_running_ = true;
-    held_since_ = now;
-    owner_run_delay0_ = k.vcpu().se().run_delay_at(now);
-    ++stats_.acquires;
-    return true;
+void GuestSpinlock::acquired(GuestKernel& k, const Waiter* w, Tsc now) {
+  if (w) {
+    stats_.wait_cycles += now - w->since;
+    stats_.wait_off_cpu_cycles += k.vcpu().se().run_delay_at(now) - w->run_delay0;
   }
-  if (owner_ == t && !owner_running_) {  // handed over at unlock: this CPU sees it now
-    const Waiter& w = waiting_;
-    stats_.wait_cycles += now - w.since;
-    stats_.wait_off_cpu_cycles += k.vcpu().se().run_delay_at(now) - w.run_delay0;
-    owner_running_ = true;
-    held_since_ = now;
-    owner_run_delay0_ = k.vcpu().se().run_delay_at(now);
-    ++stats_.acquires;
-    return true;
-  }
-  if (owner_ == t) throw std::logic_error("spin_lock: the holder takes its lock again");
-  for (const Waiter& w : queue_)
-    if (w.task == t) return false;  // still queued: spin on
-  ++stats_.contended;
-  queue_.push_back({t, &k, now, k.vcpu().se().run_delay_at(now)});
-  return false;
+  owner_running_ = true;
+  held_since_ = now;
+  owner_run_delay0_ = k.vcpu().se().run_delay_at(now);
+  ++stats_.acquires;
 }
 
-// queued_spin_unlock(): the next queued CPU gets the lock; its spin on the
-// lock word ends when it next runs (remote_store()).
-void GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
+// The CPU that took the lock passes the MCS queue on
+// (arch_mcs_spin_unlock_contended(&next->locked)): a spinning next CPU
+// leaves pv_wait_node() for pv_wait_head_or_lock() with a fresh
+// SPIN_THRESHOLD; a halted one stays halted (pv_kick_node(): vcpu_hashed,
+// kicked by the next unlock).
+void GuestSpinlock::new_head(Tsc /*now*/) {
+  if (queue_.empty()) return;
+  Waiter& n = queue_.front();
+  if (n.head) return;
+  n.head = true;
+  if (!n.halted) {
+    n.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+    n.cpu->remote_store();
+  }
+}
+
+// The next spin of a PV waiter: the head spins out its budget for the lock
+// word; a CPU behind it spins in steps of PV_PREV_CHECK_MASK + 1 loops, the
+// pv_wait_early() period. Both end early on the store that hands over.
+GuestStep GuestSpinlock::spin_step(Waiter& w, GuestKernel& k, Tsc now) {
+  const Tsc chunk =
+      w.head ? w.budget
+             : std::min(w.budget, static_cast<Tsc>(cfg_.prev_check_loops) * cfg_.loop_cycles);
+  w.issued = now;
+  w.issued_delay = k.vcpu().se().run_delay_at(now);
+  GuestStep s = GuestStep::run(Stage::Guest, std::max<Tsc>(chunk, 1));
+  s.pause_loop = true;
+  return s;
+}
+
+std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t, Tsc now) {
+  if (owner_ == t && !owner_running_) {  // handed over at unlock: this CPU sees it now
+    acquired(k, &waiting_, now);
+    if (cfg_.pv) new_head(now);
+    return std::nullopt;
+  }
+  if (owner_ == t) throw std::logic_error("spin_lock: the holder takes its lock again");
+  auto it = std::find_if(queue_.begin(), queue_.end(), [t](const Waiter& w) { return w.task == t; });
+  if (it == queue_.end()) {
+    // queued_spin_lock(): the fast path on a free word; with PV, also a
+    // free lock whose queue head is halted (lock stealing).
+    if (owner_ == nullptr &&
+        (queue_.empty() || (cfg_.pv && queue_.front().halted))) {
+      if (!queue_.empty()) ++stats_.steals;
+      owner_ = t;
+      owner_cpu_ = &k;
+      acquired(k, nullptr, now);
+      return std::nullopt;
+    }
+    ++stats_.contended;
+    Waiter w{t, &k, now, k.vcpu().se().run_delay_at(now)};
+    w.head = queue_.empty();
+    w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+    queue_.push_back(w);
+    if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
+    return spin_step(queue_.back(), k, now);
+  }
+  if (!cfg_.pv) return GuestStep::spin(Stage::Guest);  // still queued: spin on
+  Waiter& w = *it;
+  if (w.halted) {
+    // Back from kvm_wait() (kicked): spin again with a fresh threshold.
+    w.halted = false;
+    w.kicked = false;
+    w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+  } else {
+    const Tsc ran = (now - w.issued) - (k.vcpu().se().run_delay_at(now) - w.issued_delay);
+    w.budget -= std::min(w.budget, ran);
+  }
+  if (w.head && owner_ == nullptr) {  // the head finds the lock free (after a kick)
+    const Waiter me = w;
+    queue_.pop_front();
+    owner_ = t;
+    owner_cpu_ = &k;
+    acquired(k, &me, now);
+    new_head(now);
+    return std::nullopt;
+  }
+  bool early = false;
+  if (!w.head && it != queue_.begin()) {
+    // pv_wait_early(): the previous node halted, or its vCPU is preempted.
+    const Waiter& prev = *std::prev(it);
+    early = prev.halted ||
+            (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu());
+  }
+  if (early || w.budget == 0) {
+    w.halted = true;
+    if (w.head) {
+      ++stats_.pv_wait_head;
+    } else {
+      ++stats_.pv_wait_node;
+      if (early) ++stats_.pv_wait_early;
+    }
+    // The CPU behind a halting node sees prev->state != vcpu_running at its
+    // next check; no store wakes it earlier.
+    return GuestStep::hlt();
+  }
+  return spin_step(w, k, now);
+}
+
+int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   if (owner_ == nullptr || !owner_running_ || owner_cpu_ != &k)
     throw std::logic_error("spin_unlock: not held by this CPU");
   stats_.hold_cycles += now - held_since_;
@@ -56,12 +140,24 @@ void GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   owner_ = nullptr;
   owner_cpu_ = nullptr;
   owner_running_ = false;
-  if (queue_.empty()) return;
-  waiting_ = queue_.front();
+  if (queue_.empty()) return -1;
+  Waiter& head = queue_.front();
+  if (cfg_.pv && head.halted) {
+    // __pv_queued_spin_unlock_slowpath(): the lock is released and the
+    // halted head kicked (once: the kick unhashes the lock, so a later
+    // unlock before the head runs is a plain one); whoever runs first may
+    // take the lock.
+    if (head.kicked) return -1;
+    head.kicked = true;
+    ++stats_.pv_kick;
+    return head.cpu->cpu();
+  }
+  waiting_ = head;
   queue_.pop_front();
   owner_ = waiting_.task;
   owner_cpu_ = waiting_.cpu;
   waiting_.cpu->remote_store();
+  return -1;
 }
 
 void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Metrics& m,
@@ -70,6 +166,11 @@ void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Me
   m[prefix + "acquires"] = d(s.acquires);
   m[prefix + "contended"] = d(s.contended);
   m[prefix + "hold_preempted"] = d(s.hold_preempted);
+  m[prefix + "steals"] = d(s.steals);
+  m[prefix + "pv_wait_node"] = d(s.pv_wait_node);
+  m[prefix + "pv_wait_early"] = d(s.pv_wait_early);
+  m[prefix + "pv_wait_head"] = d(s.pv_wait_head);
+  m[prefix + "pv_kick"] = d(s.pv_kick);
   m[prefix + "wait_s"] = clk.to_s(static_cast<double>(s.wait_cycles));
   m[prefix + "wait_off_cpu_s"] = clk.to_s(static_cast<double>(s.wait_off_cpu_cycles));
   m[prefix + "hold_s"] = clk.to_s(static_cast<double>(s.hold_cycles));

@@ -1,6 +1,8 @@
-// A guest spinlock as v4.16's native queued spinlock behaves
-// (kernel/locking/qspinlock.c, queued_spin_lock_slowpath() without the PV
-// hooks), for kernel sections of guest tasks that run with preemption off.
+// A guest spinlock as v4.16's queued spinlock behaves
+// (kernel/locking/qspinlock.c, qspinlock_paravirt.h), for kernel sections
+// of guest tasks that run with preemption (and usually interrupts) off.
+//
+// Native (no KVM_FEATURE_PV_UNHALT, or guest.pv_spinlock false):
 //  - A free lock with nobody queued is taken at once (the cmpxchg fast path).
 //  - Otherwise the CPU queues (its MCS node) and spins with cpu_relax(): a
 //    PAUSE loop in guest kernel mode, which Pause-Loop Exiting sees. The
@@ -8,30 +10,61 @@
 //    the lock (queued_spin_trylock() needs the whole word to be 0). So the
 //    lock goes to the queue head at unlock, and a preempted head stalls
 //    it just as a preempted holder does (lock-waiter preemption).
-// Not modelled: the PV qspinlock of a KVM guest with KVM_FEATURE_PV_UNHALT
-// (pv_wait_node()/pv_wait_head_or_lock() halt after SPIN_THRESHOLD loops,
-// pv_kick() via KVM_HC_KICK_CPU, the unfair trylock), and the pending bit.
-// ebizzy uses one such lock per guest as a stand-in for the node-wide locks
-// of its page faults and frees (pgdat->lru_lock, zone->lock); see
-// ebizzy.lock_sections.
+//
+// Paravirtual (kvm_spinlock_init(): pv_lock_ops wait = kvm_wait, kick =
+// kvm_kick_cpu), the same queue with halting waiters:
+//  - pv_wait_node() (a queued CPU that is not the head) spins at most
+//    SPIN_THRESHOLD loops, checking every PV_PREV_CHECK_MASK + 1 = 256 loops
+//    pv_wait_early(): the CPU ahead of it in the queue is halted, or (v4.11
+//    75437bb304b2 .. v5.3, reverted by 89340d0935c9) its vCPU is preempted
+//    (vcpu_is_preempted(): steal-time PREEMPTED, which a v4.16 host sets on
+//    every vcpu_put). Then pv_wait() -> kvm_wait(): HLT, with RFLAGS.IF as
+//    the caller had it (spin_lock_irqsave(): clear, so only the kick ends
+//    the halt; interrupts wait in the IRR).
+//  - The queue head (pv_wait_head_or_lock()) spins SPIN_THRESHOLD loops for
+//    the lock, then hashes the lock (_Q_SLOW_VAL) and halts; a head that is
+//    halted is kicked by the unlock (__pv_queued_spin_unlock_slowpath() ->
+//    pv_kick() -> KVM_HC_KICK_CPU), and a halted CPU that becomes head
+//    (pv_kick_node(): vcpu_hashed) is kicked at the next unlock, not before.
+//  - While the head is not actively spinning (the pending bit clear: halted,
+//    or kicked and not running yet), a CPU entering the slow path takes a
+//    free lock (pv_hybrid_queued_unfair_trylock(): lock stealing).
+// Not modelled: the pending-bit fast path for the first contender (it is
+// the head here), the unqueued unfair spin of a newcomer while the head is
+// halted (it queues), and the spurious wake-ups of a halted waiter.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include "sim/core/metrics.h"
 #include "sim/core/time.h"
+#include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
 
 class GuestKernel;
 class GuestTask;
 
+struct SpinlockConfig {
+  bool pv = false;                  // the PV qspinlock (halting waiters)
+  bool wait_early_preempted = true; // pv_wait_early() also on a preempted predecessor
+  unsigned spin_threshold = 1U << 15;  // SPIN_THRESHOLD
+  unsigned prev_check_loops = 256;     // PV_PREV_CHECK_MASK + 1
+  Tsc loop_cycles = 40;                // one spin loop turn (load + cpu_relax()), host cycles
+};
+
 struct SpinlockStats {
   std::uint64_t acquires = 0;
   std::uint64_t contended = 0;       // queued: the lock was held or CPUs waited
   std::uint64_t hold_preempted = 0;  // the holder's vCPU thread was off its pCPU while it held
+  std::uint64_t steals = 0;          // PV: taken while the queue head was halted
+  std::uint64_t pv_wait_node = 0;    // PV: halts of a queued CPU behind the head
+  std::uint64_t pv_wait_early = 0;   // ... of those, cut short by pv_wait_early()
+  std::uint64_t pv_wait_head = 0;    // PV: halts of the queue head
+  std::uint64_t pv_kick = 0;         // PV: unlocks that kicked a halted head
   Tsc wait_cycles = 0;               // contended acquisitions: first try -> held
   Tsc wait_off_cpu_cycles = 0;       // of which the waiter's own vCPU thread was off its pCPU
   Tsc hold_cycles = 0;               // acquired -> released
@@ -40,14 +73,16 @@ struct SpinlockStats {
 
 class GuestSpinlock {
  public:
-  // spin_lock() by task `t` on CPU `k`. true: held now. false: `t` is
-  // queued; it spins (GuestStep::spin) and calls lock() again on each step
-  // until true. Keeps `t`'s state in the lock (one acquisition at a time).
-  bool lock(GuestKernel& k, const GuestTask* t, Tsc now);
-  // spin_unlock() by the holder: the queue head gets the lock and its CPU
-  // sees the store (it stops spinning when it next runs).
-  void unlock(GuestKernel& k, Tsc now);
+  explicit GuestSpinlock(SpinlockConfig cfg = {}) : cfg_(cfg) {}
+  // spin_lock() by task `t` on CPU `k`. nullopt: held now. Otherwise the
+  // step `t` runs before it calls lock() again (a spin, or a HLT).
+  std::optional<GuestStep> lock(GuestKernel& k, const GuestTask* t, Tsc now);
+  // spin_unlock() by the holder: a spinning queue head gets the lock (its
+  // CPU sees the store when it next runs). Returns the vCPU the unlocker
+  // must kick with KVM_HC_KICK_CPU (a halted PV head), or -1.
+  int unlock(GuestKernel& k, Tsc now);
   [[nodiscard]] const SpinlockStats& stats() const { return stats_; }
+  [[nodiscard]] const SpinlockConfig& config() const { return cfg_; }
   static void report_stats(const SpinlockStats& s, const TscClock& clk, Metrics& m,
                            const std::string& prefix);
 
@@ -57,7 +92,18 @@ class GuestSpinlock {
     GuestKernel* cpu;
     Tsc since;
     Tsc run_delay0;
+    bool halted = false;
+    bool head = false;    // in pv_wait_head_or_lock()
+    bool kicked = false;  // an unlock kicked this halt (the lock is unhashed)
+    Tsc budget = 0;       // spin cycles left before pv_wait()
+    Tsc issued = 0;       // the last spin step began
+    Tsc issued_delay = 0; // the vCPU thread's run delay then
   };
+  void acquired(GuestKernel& k, const Waiter* w, Tsc now);
+  void new_head(Tsc now);
+  GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
+
+  SpinlockConfig cfg_;
   const GuestTask* owner_ = nullptr;
   GuestKernel* owner_cpu_ = nullptr;
   bool owner_running_ = false;  // the owner took it (it was handed over while it queued)

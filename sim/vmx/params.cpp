@@ -72,6 +72,10 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.handle_pause", ParamType::Dist, "400ns", "time", {}, {}, {},
              "handle_pause(): grow_ple_window() and kvm_vcpu_on_spin()'s scan of the VM's "
              "vCPUs up to yield_to() (estimate)."});
+  r.declare({"cost.handle_kick_cpu", ParamType::Dist, "500ns", "time", {}, {}, {},
+             "handle_vmcall() -> kvm_emulate_hypercall(KVM_HC_KICK_CPU) -> "
+             "kvm_pv_kick_cpu_op(): APIC_DM_REMRD delivery to the target (pv_unhalted, "
+             "kvm_vcpu_kick(); the wake-up itself is cost.kick_wakeup) (estimate)."});
   r.declare({"cost.pv_tlb_flush", ParamType::Dist, "300ns", "time", {}, {}, {},
              "record_steal_time() finding KVM_VCPU_FLUSH_TLB: kvm_vcpu_flush_tlb() -> "
              "vmx_flush_tlb(), an INVVPID/INVEPT of the guest's context before the entry "

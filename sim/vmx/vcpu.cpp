@@ -1,6 +1,7 @@
 #include "sim/vmx/vcpu.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "sim/core/invariants.h"
 #include "sim/sched/host.h"
@@ -209,7 +210,25 @@ void Vcpu::kick(Tsc now, int from_cpu) {
 
 // kvm_vcpu_check_block() / kvm_arch_vcpu_runnable(): a timer interrupt is
 // pending, or a vector is deliverable from the (v)IRR or waits in the PIR.
-bool Vcpu::vcpu_runnable() const { return lapic_.pending() > 0 || lapic_.has_interrupt(); }
+// A halt with RFLAGS.IF clear (the PV qspinlock's kvm_wait() -> halt()) ends
+// only on pv_unhalted (a pending timer would end it too, but the guest
+// halts again at once; not modelled).
+bool Vcpu::vcpu_runnable() const {
+  if (pv_unhalted_) return true;
+  if (guest_->irqs_disabled()) return false;
+  return lapic_.pending() > 0 || lapic_.has_interrupt();
+}
+
+// kvm_pv_kick_cpu_op() (v4.16 x86.c): kvm_irq_delivery_to_apic() with
+// APIC_DM_REMRD -> __apic_accept_irq(): pv_unhalted = 1, KVM_REQ_EVENT,
+// kvm_vcpu_kick(). A vCPU that has not halted yet finds pv_unhalted at its
+// halt's kvm_vcpu_check_block() and does not sleep.
+Tsc Vcpu::pv_kick(Vcpu& sender, Tsc at) {
+  pv_unhalted_ = true;
+  ++sender.stats_.pv_kicks;
+  if (state_ == State::Blocked && !se().on_rq) ++sender.stats_.pv_kick_wakeups;
+  return kick_from(sender, at);
+}
 
 // --- IPIs from other vCPUs ----------------------------------------------------
 
@@ -237,6 +256,10 @@ bool Vcpu::in_guest_mode_for_ipi() const {
 Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
   if (state_ == State::Blocked) {
     if (se().on_rq) return 0;  // already woken: the wake-up is on its way
+    // Halted with IF clear: KVM wakes the thread, kvm_vcpu_check_block()
+    // finds nothing runnable and it sleeps again (that round trip is not
+    // modelled); the vector waits in the IRR.
+    if (!vcpu_runnable()) return 0;
     lapic_.count_kick();
     const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
     // try_to_wake_up() at the end of the sender's kick; a remote target pCPU
@@ -328,7 +351,9 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       if (ple_armed_) {
         ple_armed_ = false;
         if (now >= ple_deadline_) {  // the window ran out: the spin goes on after the exit
-          guest_->suspend(kTscNever);
+          const bool bounded = spin_bounded_;
+          spin_bounded_ = false;
+          guest_->suspend(bounded ? (spin_end_ > now ? spin_end_ - now : 0) : kTscNever);
           exit_step_ = GuestStep{};
           vmexit(ExitReason::PAUSE_INSTRUCTION, now);
           break;
@@ -396,7 +421,7 @@ void Vcpu::vcpu_block(Tsc now) {
   // kvm_vcpu_check_block() before any waiting: a vector another vCPU sent
   // during the HLT exit is already in the IRR/PIR. (A timer that fired then
   // is still found only at the end of the block stage, as before.)
-  if (lapic_.has_interrupt()) {
+  if (pv_unhalted_ || (lapic_.has_interrupt() && !guest_->irqs_disabled())) {
     end_block(now, 0);
     return;
   }
@@ -520,6 +545,7 @@ void Vcpu::after_block(Tsc now) {
 // has nothing to re-arm while the expired timer is pending.
 void Vcpu::end_block(Tsc now, Tsc sched_cost) {
   state_ = State::Wakeup;
+  pv_unhalted_ = false;  // vcpu_block(): the halt is over
   if (hv_timer_before_block_) sched_cost += lapic_.switch_to_hv_timer(now);
   pcpu_->run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
 }
@@ -710,8 +736,25 @@ void Vcpu::enter_guest_mode(Tsc now) {
 
 void Vcpu::guest_step(Tsc now) {
   const GuestStep s = guest_->step(now);
+  spin_bounded_ = false;
   switch (s.kind) {
     case GuestStep::Kind::Run:
+      if (s.pause_loop) {
+        // A spin of at most s.cycles (the PV qspinlock's SPIN_THRESHOLD
+        // loops): another vCPU's store ends it early, and Pause-Loop
+        // Exiting cuts it at the window as an open-ended spin.
+        spin_bounded_ = true;
+        spin_end_ = now + s.cycles;
+        if (vmx_.ple_gap) {
+          if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
+          if (ple_window_cur_ < s.cycles) {
+            ple_armed_ = true;
+            ple_deadline_ = now + ple_window_cur_;
+            pcpu_->run_for(s.stage, SegKind::Guest, ple_window_cur_);
+            break;
+          }
+        }
+      }
       pcpu_->run_for(s.stage, SegKind::Guest, s.cycles);
       break;
     case GuestStep::Kind::Idle:
@@ -739,6 +782,10 @@ Tsc Vcpu::suspend_remaining(Pcpu& cpu, Tsc now) {
   const Tsc end = cpu.segment_end();
   const bool open = end == kTscNever || ple_armed_;
   ple_armed_ = false;
+  if (spin_bounded_) {  // a bounded spin keeps its own end, PLE window or not
+    spin_bounded_ = false;
+    return spin_end_ > now ? spin_end_ - now : 0;
+  }
   return open ? kTscNever : end - now;
 }
 
@@ -828,6 +875,17 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
         stats_.ple_window_peak = std::max(stats_.ple_window_peak, ple_window_cur_);
       }
       kvm_vcpu_on_spin(now);
+      break;
+    case ExitReason::VMCALL:
+      // handle_vmcall() -> kvm_emulate_hypercall(); only KVM_HC_KICK_CPU
+      // (the PV qspinlock's pv_kick()) is issued by the model's guests.
+      cost += costs_.handle_kick_cpu(rng());
+      if (exit_step_.msr == KVM_HC_KICK_CPU && vm_vcpus_) {
+        const auto idx = static_cast<std::size_t>(exit_step_.value);
+        if (idx >= vm_vcpus_->vcpus.size())
+          throw std::logic_error("KVM_HC_KICK_CPU: no such vCPU in the VM");
+        cost += vm_vcpus_->vcpus[idx]->pv_kick(*this, now + cost);
+      }
       break;
     case ExitReason::HLT:
       // kvm_emulate_halt(): the vCPU blocks after the handler returns.

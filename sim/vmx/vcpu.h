@@ -71,6 +71,16 @@ struct GuestStep {
     g.reason = ExitReason::HLT;
     return g;
   }
+  // VMCALL of KVM hypercall `nr` (include/uapi/linux/kvm_para.h) with one
+  // argument (KVM_HC_KICK_CPU: the target's vCPU index in the VM, standing
+  // in for its APIC ID).
+  static GuestStep vmcall(std::uint32_t nr, std::uint64_t arg) {
+    GuestStep g{Kind::Exit, Stage::Guest};
+    g.reason = ExitReason::VMCALL;
+    g.msr = nr;
+    g.value = arg;
+    return g;
+  }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
     GuestStep g{Kind::Exit, Stage::Guest};
     g.reason = ExitReason::MSR_WRITE;
@@ -95,7 +105,14 @@ class GuestVcpu {
   virtual void deliver_interrupt(std::uint8_t vector, Tsc now) = 0;
   // CPL 0 (kvm_arch_vcpu_in_kernel(): vmx_get_cpl() == 0) in the step in flight.
   [[nodiscard]] virtual bool in_kernel_mode() const { return true; }
+  // RFLAGS.IF clear in task context (local_irq_save()): a HLT executed now
+  // is not ended by an interrupt (kvm_arch_interrupt_allowed() is false in
+  // kvm_vcpu_has_events()), only by a pv_unhalted kick.
+  [[nodiscard]] virtual bool irqs_disabled() const { return false; }
 };
+
+// KVM hypercall numbers used by the model (include/uapi/linux/kvm_para.h).
+constexpr std::uint32_t KVM_HC_KICK_CPU = 5;
 
 struct VcpuCosts {
   Sampler vmexit;            // hardware exit + vmx_vcpu_run() exit half
@@ -115,6 +132,7 @@ struct VcpuCosts {
   Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
   Sampler pv_tlb_flush;      // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
   Sampler handle_pause;      // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
+  Sampler handle_kick_cpu;   // handle_vmcall() -> kvm_emulate_hypercall(KVM_HC_KICK_CPU)
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
@@ -196,6 +214,8 @@ struct VcpuStats {
   // inside kvm_vcpu_on_spin() themselves and their dy_eligible was false).
   std::uint64_t dy_ineligible = 0;
   std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
+  std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
+  std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
   std::uint32_t ple_window_peak = 0;   // the largest vmx->ple_window reached (max over vCPUs)
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
@@ -214,6 +234,8 @@ struct VcpuStats {
     pv_tlb_flushes += o.pv_tlb_flushes;
     pause_exits += o.pause_exits;
     directed_yields += o.directed_yields;
+    pv_kicks += o.pv_kicks;
+    pv_kick_wakeups += o.pv_kick_wakeups;
     directed_yields_remote += o.directed_yields_remote;
     directed_yield_ipis_saved += o.directed_yield_ipis_saved;
     yield_to_failed += o.yield_to_failed;
@@ -279,7 +301,7 @@ class Vcpu : public HostThread {
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
     if (state_ != State::InGuest) return;
-    if (ple_armed_)  // the spin is a finite segment up to the PLE window
+    if (ple_armed_ || spin_bounded_)  // the spin is a finite segment
       pcpu_->shorten_segment(now_tsc());
     else
       pcpu_->end_guest_spin();
@@ -287,6 +309,9 @@ class Vcpu : public HostThread {
 
   [[nodiscard]] int id() const { return vcpu_id_; }
   [[nodiscard]] int vm_id() const { return vm_id_; }
+  // kvm_pv_kick_cpu_op() from `sender`'s KVM_HC_KICK_CPU: APIC_DM_REMRD
+  // delivery sets pv_unhalted and kicks this vCPU; returns the kick's cost.
+  Tsc pv_kick(Vcpu& sender, Tsc at);
   Pcpu& pcpu() { return *pcpu_; }  // where the thread runs or last ran
   [[nodiscard]] const Pcpu& pcpu() const { return *pcpu_; }
   // The steal-time area's `preempted` byte (KVM_VCPU_PREEMPTED, KVM_VCPU_FLUSH_TLB).
@@ -401,6 +426,13 @@ class Vcpu : public HostThread {
   VmVcpuList* vm_vcpus_ = nullptr;
   bool ple_armed_ = false;  // the guest spins; the segment ends at the PLE window
   Tsc ple_deadline_ = 0;
+  // A bounded guest spin (a Run step with pause_loop: the PV qspinlock's
+  // SPIN_THRESHOLD loops) ends here; kTscNever = open-ended or no spin.
+  Tsc spin_end_ = kTscNever;
+  bool spin_bounded_ = false;  // the segment in flight is such a spin
+  // vcpu->arch.pv.pv_unhalted: a KVM_HC_KICK_CPU arrived; the next (or
+  // current) halt ends, IF or not. Cleared when the halt returns.
+  bool pv_unhalted_ = false;
   std::uint32_t ple_window_cur_ = 0;  // vmx->ple_window (0: not set yet)
   // vcpu->spin_loop (CONFIG_HAVE_KVM_CPU_RELAX_INTERCEPT): in_spin_loop from
   // handle_pause() until this vCPU leaves kvm_vcpu_on_spin(), which for a

@@ -24,6 +24,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.halt_poll_exit = S(p, clk, "cost.halt_poll_exit");
   vc.pv_tlb_flush = S(p, clk, "cost.pv_tlb_flush");
   vc.handle_pause = S(p, clk, "cost.handle_pause");
+  vc.handle_kick_cpu = S(p, clk, "cost.handle_kick_cpu");
   vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
@@ -135,6 +136,10 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  if (vs.pv_kicks) {  // only guests whose PV qspinlocks halted waiters
+    m["vcpu.pv_kicks"] = static_cast<double>(vs.pv_kicks);
+    m["vcpu.pv_kick_wakeups"] = static_cast<double>(vs.pv_kick_wakeups);
+  }
   if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
     m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
     m["vcpu.directed_yields"] = static_cast<double>(vs.directed_yields);
