@@ -32,11 +32,11 @@ void declare_guest_params(ParamRegistry& r) {
              "(vcpu_is_preempted()), not only one whose predecessor halted: v4.11 "
              "(75437bb304b2) to v5.3; reverted by 89340d0935c9 (2019) after ebizzy -M under "
              "over-commit lost 7-8x with it."});
-  r.declare({"guest.pv_spinlock_loop_cycles", ParamType::Int, "40", "cycles", 1, 100000, {},
+  r.declare({"guest.pv_spinlock_loop_cycles", ParamType::Int, "15", "cycles", 1, 100000, {},
              "Host cycles of one turn of the PV qspinlock's spin loops (a load and cpu_relax(): "
-             "PAUSE is ~10 cycles before Skylake, ~140 on Skylake-SP per Intel's optimization "
+             "PAUSE is ~10 cycles up to Broadwell, ~140 from Skylake per Intel's optimization "
              "manual); SPIN_THRESHOLD (32768) turns make the spin before a waiter halts "
-             "(estimate; the platform file may set it)."});
+             "(estimate for the pre-Skylake hosts of T4; a Skylake host needs ~150)."});
   r.declare({"guest.clockevent_shutdown", ParamType::String, "lvtt_tmict", "", {}, {},
              {"none", "lvtt_tmict", "lvtt_deadline0"},
              "lapic_timer_shutdown() when the guest's last timer goes: none (the stale TSC "

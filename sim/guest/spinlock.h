@@ -53,7 +53,7 @@ struct SpinlockConfig {
   bool wait_early_preempted = true; // pv_wait_early() also on a preempted predecessor
   unsigned spin_threshold = 1U << 15;  // SPIN_THRESHOLD
   unsigned prev_check_loops = 256;     // PV_PREV_CHECK_MASK + 1
-  Tsc loop_cycles = 40;                // one spin loop turn (load + cpu_relax()), host cycles
+  Tsc loop_cycles = 15;                // one spin loop turn (load + cpu_relax()), host cycles
 };
 
 struct SpinlockStats {
