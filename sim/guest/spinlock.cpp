@@ -33,6 +33,21 @@ void GuestSpinlock::acquired(GuestKernel& k, const Waiter* w, Tsc now) {
   ++stats_.acquires;
 }
 
+void GuestSpinlock::wake_stealers() {
+  for (const Stealer& x : stealers_) x.cpu->remote_store();
+}
+
+std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, const GuestTask* t, Tsc since,
+                                                Tsc run_delay0, Tsc now) {
+  Waiter w{t, &k, since, run_delay0};
+  w.head = queue_.empty();
+  w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+  queue_.push_back(w);
+  if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
+  if (w.head) wake_stealers();  // pending set: they queue behind it
+  return spin_step(queue_.back(), k, now);
+}
+
 // The CPU that took the lock passes the MCS queue on
 // (arch_mcs_spin_unlock_contended(&next->locked)): a spinning next CPU
 // leaves pv_wait_node() for pv_wait_head_or_lock() with a fresh
@@ -43,9 +58,11 @@ void GuestSpinlock::new_head(Tsc /*now*/) {
   Waiter& n = queue_.front();
   if (n.head) return;
   n.head = true;
+  if (n.halted) n.head_halted = true;  // pv_kick_node(): vcpu_hashed
   if (!n.halted) {
     n.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
     n.cpu->remote_store();
+    wake_stealers();  // pending set
   }
 }
 
@@ -70,12 +87,32 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     return std::nullopt;
   }
   if (owner_ == t) throw std::logic_error("spin_lock: the holder takes its lock again");
+  if (cfg_.pv) {
+    auto st = std::find_if(stealers_.begin(), stealers_.end(),
+                           [t](const Stealer& x) { return x.task == t; });
+    if (st != stealers_.end()) {
+      // pv_hybrid_queued_unfair_trylock()'s loop: take a free lock; queue
+      // once the head spins (pending) or nobody is queued; else spin on.
+      const Stealer x = *st;
+      if (owner_ == nullptr) {
+        stealers_.erase(st);
+        ++stats_.steals;
+        owner_ = t;
+        owner_cpu_ = &k;
+        Waiter w{t, &k, x.since, x.run_delay0};
+        acquired(k, &w, now);
+        return std::nullopt;
+      }
+      if (!queue_.empty() && !pending()) return GuestStep::spin(Stage::Guest);
+      stealers_.erase(st);
+      return enqueue(k, t, x.since, x.run_delay0, now);
+    }
+  }
   auto it = std::find_if(queue_.begin(), queue_.end(), [t](const Waiter& w) { return w.task == t; });
   if (it == queue_.end()) {
     // queued_spin_lock(): the fast path on a free word; with PV, also a
-    // free lock whose queue head is halted (lock stealing).
-    if (owner_ == nullptr &&
-        (queue_.empty() || (cfg_.pv && queue_.front().halted))) {
+    // free lock whose queue head is not spinning (lock stealing).
+    if (owner_ == nullptr && (queue_.empty() || (cfg_.pv && !pending()))) {
       if (!queue_.empty()) ++stats_.steals;
       owner_ = t;
       owner_cpu_ = &k;
@@ -83,12 +120,11 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
       return std::nullopt;
     }
     ++stats_.contended;
-    Waiter w{t, &k, now, k.vcpu().se().run_delay_at(now)};
-    w.head = queue_.empty();
-    w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
-    queue_.push_back(w);
-    if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
-    return spin_step(queue_.back(), k, now);
+    if (cfg_.pv && !queue_.empty() && !pending()) {
+      stealers_.push_back({t, &k, now, k.vcpu().se().run_delay_at(now)});
+      return GuestStep::spin(Stage::Guest);
+    }
+    return enqueue(k, t, now, k.vcpu().se().run_delay_at(now), now);
   }
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);  // still queued: spin on
   Waiter& w = *it;
@@ -97,6 +133,7 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     w.halted = false;
     w.kicked = false;
     w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+    if (w.head && owner_ != nullptr) wake_stealers();  // the head spins: pending set
   } else {
     const Tsc ran = (now - w.issued) - (k.vcpu().se().run_delay_at(now) - w.issued_delay);
     w.budget -= std::min(w.budget, ran);
@@ -108,8 +145,10 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     owner_cpu_ = &k;
     acquired(k, &me, now);
     new_head(now);
+    if (queue_.empty()) wake_stealers();  // no tail: they queue
     return std::nullopt;
   }
+  if (w.head && w.head_halted) return GuestStep::spin(Stage::Guest);  // until handed over
   bool early = false;
   if (!w.head && it != queue_.begin()) {
     // pv_wait_early(): the previous node halted, or its vCPU is preempted.
@@ -119,6 +158,8 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
   }
   if (early || w.budget == 0) {
     w.halted = true;
+    if (w.head) w.head_halted = true;
+    if (w.head) wake_stealers();  // the head clears pending before it halts
     if (w.head) {
       ++stats_.pv_wait_head;
     } else {
@@ -147,6 +188,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
     // halted head kicked (once: the kick unhashes the lock, so a later
     // unlock before the head runs is a plain one); whoever runs first may
     // take the lock.
+    wake_stealers();  // the word is free
     if (head.kicked) return -1;
     head.kicked = true;
     ++stats_.pv_kick;
@@ -157,6 +199,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   owner_ = waiting_.task;
   owner_cpu_ = waiting_.cpu;
   waiting_.cpu->remote_store();
+  if (cfg_.pv && queue_.empty()) wake_stealers();  // no tail: they queue
   return -1;
 }
 

@@ -22,16 +22,18 @@
 //    the caller had it (spin_lock_irqsave(): clear, so only the kick ends
 //    the halt; interrupts wait in the IRR).
 //  - The queue head (pv_wait_head_or_lock()) spins SPIN_THRESHOLD loops for
-//    the lock, then hashes the lock (_Q_SLOW_VAL) and halts; a head that is
+//    the lock, then hashes the lock (_Q_SLOW_VAL) and halts (once: after
+//    the kick the word is no longer _Q_SLOW_VAL, so it spins on); a head that is
 //    halted is kicked by the unlock (__pv_queued_spin_unlock_slowpath() ->
 //    pv_kick() -> KVM_HC_KICK_CPU), and a halted CPU that becomes head
 //    (pv_kick_node(): vcpu_hashed) is kicked at the next unlock, not before.
 //  - While the head is not actively spinning (the pending bit clear: halted,
-//    or kicked and not running yet), a CPU entering the slow path takes a
-//    free lock (pv_hybrid_queued_unfair_trylock(): lock stealing).
+//    or kicked and not running yet), a CPU entering the slow path does not
+//    queue: pv_hybrid_queued_unfair_trylock() spins on the lock word and
+//    takes the lock whenever it is free (lock stealing); it queues once
+//    the head spins again (pending set) or the queue is gone.
 // Not modelled: the pending-bit fast path for the first contender (it is
-// the head here), the unqueued unfair spin of a newcomer while the head is
-// halted (it queues), and the spurious wake-ups of a halted waiter.
+// the head here), and the spurious wake-ups of a halted waiter.
 #pragma once
 
 #include <cstdint>
@@ -95,11 +97,22 @@ class GuestSpinlock {
     bool halted = false;
     bool head = false;    // in pv_wait_head_or_lock()
     bool kicked = false;  // an unlock kicked this halt (the lock is unhashed)
+    // This CPU halted as the head (or was hashed for it): pv_wait() only
+    // halts while the lock word is _Q_SLOW_VAL, which the kick's unlock
+    // cleared, so from now on the head just spins.
+    bool head_halted = false;
     Tsc budget = 0;       // spin cycles left before pv_wait()
     Tsc issued = 0;       // the last spin step began
     Tsc issued_delay = 0; // the vCPU thread's run delay then
   };
   void acquired(GuestKernel& k, const Waiter* w, Tsc now);
+  // The pending bit: the queue head spins in pv_wait_head_or_lock().
+  [[nodiscard]] bool pending() const {
+    return !queue_.empty() && queue_.front().head && !queue_.front().halted;
+  }
+  void wake_stealers();  // the lock word changed: the unfair spinners look again
+  std::optional<GuestStep> enqueue(GuestKernel& k, const GuestTask* t, Tsc since,
+                                   Tsc run_delay0, Tsc now);
   void new_head(Tsc now);
   GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
 
@@ -110,6 +123,13 @@ class GuestSpinlock {
   Tsc held_since_ = 0;
   Tsc owner_run_delay0_ = 0;
   std::deque<Waiter> queue_;
+  struct Stealer {
+    const GuestTask* task;
+    GuestKernel* cpu;
+    Tsc since;
+    Tsc run_delay0;
+  };
+  std::deque<Stealer> stealers_;  // in pv_hybrid_queued_unfair_trylock()'s loop
   Waiter waiting_{};  // the head the lock was handed to, until it takes it
   SpinlockStats stats_;
 };
