@@ -318,6 +318,7 @@ class EbizzyWorkload : public Workload {
       stats_.push_back(std::make_unique<EbizzyVmStats>());
       SpinlockConfig lc;
       lc.pv = p.b("guest.pv_spinlock");
+      lc.virt_tas = p.b("guest.virt_spin_lock");
       lc.wait_early_preempted = p.b("guest.pv_spinlock_wait_early_preempted");
       lc.loop_cycles = static_cast<Tsc>(p.i("guest.pv_spinlock_loop_cycles"));
       locks_.push_back(std::make_unique<GuestSpinlock>(lc));

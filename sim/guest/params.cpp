@@ -26,6 +26,10 @@ void declare_guest_params(ParamRegistry& r) {
              "KVM_FEATURE_PV_UNHALT, as KVM does): waiters halt after SPIN_THRESHOLD loops and "
              "the unlock kicks them with KVM_HC_KICK_CPU (sim/guest/spinlock.h). false = native "
              "qspinlock (nopvspin). Only workloads with guest spinlocks use it (ebizzy.lock_sections)."});
+  r.declare({"guest.virt_spin_lock", ParamType::Bool, "true", "bool", {}, {}, {},
+             "Without PV spinlocks (guest.pv_spinlock false) the guest's slow path is "
+             "virt_spin_lock(), a test-and-set loop (v4.16: on in every guest with "
+             "X86_FEATURE_HYPERVISOR); false = the fair queued (MCS) lock of bare metal."});
   r.declare({"guest.pv_spinlock_wait_early_preempted", ParamType::Bool, "false", "bool", {}, {},
              {},
              "pv_wait_early() also halts a queued waiter whose predecessor's vCPU is preempted "

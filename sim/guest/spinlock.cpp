@@ -87,6 +87,29 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     return std::nullopt;
   }
   if (owner_ == t) throw std::logic_error("spin_lock: the holder takes its lock again");
+  if (!cfg_.pv && cfg_.virt_tas) {
+    // virt_spin_lock(): spin while the word is set, then cmpxchg it.
+    auto st = std::find_if(stealers_.begin(), stealers_.end(),
+                           [t](const Stealer& x) { return x.task == t; });
+    if (owner_ == nullptr) {
+      const bool waited = st != stealers_.end();
+      Waiter w{t, &k, now, 0};
+      if (waited) {
+        w.since = st->since;
+        w.run_delay0 = st->run_delay0;
+        stealers_.erase(st);
+      }
+      owner_ = t;
+      owner_cpu_ = &k;
+      acquired(k, waited ? &w : nullptr, now);
+      return std::nullopt;
+    }
+    if (st == stealers_.end()) {
+      ++stats_.contended;
+      stealers_.push_back({t, &k, now, k.vcpu().se().run_delay_at(now)});
+    }
+    return GuestStep::spin(Stage::Guest);
+  }
   if (cfg_.pv) {
     auto st = std::find_if(stealers_.begin(), stealers_.end(),
                            [t](const Stealer& x) { return x.task == t; });
@@ -181,6 +204,10 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   owner_ = nullptr;
   owner_cpu_ = nullptr;
   owner_running_ = false;
+  if (!cfg_.pv && cfg_.virt_tas) {
+    wake_stealers();  // the spinners see the free word; the first to look takes it
+    return -1;
+  }
   if (queue_.empty()) return -1;
   Waiter& head = queue_.front();
   if (cfg_.pv && head.halted) {

@@ -2,7 +2,11 @@
 // (kernel/locking/qspinlock.c, qspinlock_paravirt.h), for kernel sections
 // of guest tasks that run with preemption (and usually interrupts) off.
 //
-// Native (no KVM_FEATURE_PV_UNHALT, or guest.pv_spinlock false):
+// Without PV spinlocks, a KVM guest (X86_FEATURE_HYPERVISOR) takes
+// virt_spin_lock() in the slow path (v4.16; guest.virt_spin_lock): a
+// test-and-set loop, no queue, whoever sees the word free first wins.
+//
+// Native queued (bare metal, or guest.virt_spin_lock false):
 //  - A free lock with nobody queued is taken at once (the cmpxchg fast path).
 //  - Otherwise the CPU queues (its MCS node) and spins with cpu_relax(): a
 //    PAUSE loop in guest kernel mode, which Pause-Loop Exiting sees. The
@@ -52,6 +56,7 @@ class GuestTask;
 
 struct SpinlockConfig {
   bool pv = false;                  // the PV qspinlock (halting waiters)
+  bool virt_tas = false;            // !pv: virt_spin_lock()'s test-and-set
   bool wait_early_preempted = true; // pv_wait_early() also on a preempted predecessor
   unsigned spin_threshold = 1U << 15;  // SPIN_THRESHOLD
   unsigned prev_check_loops = 256;     // PV_PREV_CHECK_MASK + 1
