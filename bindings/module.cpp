@@ -226,6 +226,13 @@ struct PayloadColumns {
     row["dest_id"] = e.dest_id;
     row["vec"] = e.icr_low & 0xffU;
   }
+  void operator()(const trace::KvmHypercall& e) const {
+    row["nr"] = e.nr;
+    row["a0"] = e.a0;
+    row["a1"] = e.a1;
+    row["a2"] = e.a2;
+    row["a3"] = e.a3;
+  }
 };
 
 // One dict per event line (framing understood); malformed lines are skipped

@@ -31,6 +31,7 @@ enum class Hook : std::uint8_t {
   ApicIpi,
   MsrWrite,
   PvTlbFlush,
+  Hypercall,
   SchedSwitch,
   SchedWakeup,
   SchedMigrate,
@@ -101,6 +102,11 @@ class ModelObserver {
   virtual void on_msr_write(int /*vcpu*/, std::uint32_t /*msr*/, std::uint64_t /*value*/,
                             Tsc /*t*/) {
     unused(Hook::MsrWrite);
+  }
+  // kvm_hypercall: kvm_emulate_hypercall() on `vcpu` (nr, a0..a3).
+  virtual void on_hypercall(int /*vcpu*/, std::uint64_t /*nr*/, std::uint64_t /*a0*/,
+                            std::uint64_t /*a1*/, Tsc /*t*/) {
+    unused(Hook::Hypercall);
   }
   // The host scheduler (sched_switch, sched_wakeup, sched_migrate_task);
   // pid 0 is the idle task (swapper/N), prio is 120 + nice.

@@ -131,6 +131,11 @@ class Observers {
     for (auto* o : list(Hook::ApicIpi)) o->on_apic_ipi(vcpu, icr_low, dest, t);
     prune_if_unused(Hook::ApicIpi);
   }
+  void hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1, Tsc t) const {
+    KVMSIM_CORE_CALL(on_hypercall, vcpu, nr, a0, a1, t);
+    for (auto* o : list(Hook::Hypercall)) o->on_hypercall(vcpu, nr, a0, a1, t);
+    prune_if_unused(Hook::Hypercall);
+  }
   void msr_write(int vcpu, std::uint32_t msr, std::uint64_t v, Tsc t) const {
     KVMSIM_CORE_CALL(on_msr_write, vcpu, msr, v, t);
     for (auto* o : list(Hook::MsrWrite)) o->on_msr_write(vcpu, msr, v, t);

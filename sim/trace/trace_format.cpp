@@ -82,6 +82,11 @@ void payload(std::string& s, const KvmPvTlbFlush& e) {
   fmt::format_to(Out(s), "vcpu {} need_flush_tlb {}", e.vcpu, e.need_flush_tlb ? "true" : "false");
 }
 
+void payload(std::string& s, const KvmHypercall& e) {
+  fmt::format_to(Out(s), "nr 0x{:x} a0 0x{:x} a1 0x{:x} a2 0x{:x} a3 0x{:x}", e.nr, e.a0, e.a1,
+                 e.a2, e.a3);
+}
+
 void payload(std::string& s, const SchedSwitch& e) {
   fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
                  e.prev_state, e.next_comm, e.next_pid, e.next_prio);
@@ -128,6 +133,7 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmApicAcceptIrq>) return "kvm_apic_accept_irq";
         if constexpr (std::is_same_v<T, KvmApicIpi>) return "kvm_apic_ipi";
         if constexpr (std::is_same_v<T, KvmPvTlbFlush>) return "kvm_pv_tlb_flush";
+        if constexpr (std::is_same_v<T, KvmHypercall>) return "kvm_hypercall";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
         if constexpr (std::is_same_v<T, SchedWakeup>) return "sched_wakeup";
         return "";
@@ -237,6 +243,11 @@ void TraceWriter::kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task,
 void TraceWriter::kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                    const KvmPvTlbFlush& e) {
   put(ts_ns, task, cpu, "kvm_pv_tlb_flush", e);
+}
+
+void TraceWriter::kvm_hypercall(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                const KvmHypercall& e) {
+  put(ts_ns, task, cpu, "kvm_hypercall", e);
 }
 
 void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,

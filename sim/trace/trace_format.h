@@ -19,6 +19,7 @@
 //                         delivery mode, logical/physical, assert/de-assert, level/edge,
 //                         shorthand dst/self/all/all-but-self; dst = dest_id)
 //   kvm_pv_tlb_flush      vcpu %u need_flush_tlb %s   (true/false)
+//   kvm_hypercall         nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx
 // sched_switch and sched_wakeup are printed as trace-cmd's sched plugin prints
 // them (not the raw kernel `prev_comm=...` form):
 //   sched_switch          %s:%d [%d] %s ==> %s:%d [%d]    (prev comm:pid [prio] state
@@ -134,6 +135,12 @@ struct KvmPvTlbFlush {
   bool need_flush_tlb = false;
 };
 
+// kvm_hypercall (kvm_emulate_hypercall(): the number and four arguments;
+// KVM_HC_KICK_CPU is nr 5, a0 flags 0, a1 the target's APIC ID).
+struct KvmHypercall {
+  std::uint64_t nr = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+};
+
 struct SchedSwitch {
   std::string prev_comm;
   int prev_pid = 0;
@@ -156,7 +163,7 @@ struct SchedWakeup {
 using TraceEventData =
     std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
                  KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
-                 SchedWakeup, KvmApicIpi>;
+                 SchedWakeup, KvmApicIpi, KvmHypercall>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -200,6 +207,7 @@ class TraceWriter {
                            const KvmApicAcceptIrq& e);
   void kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApicIpi& e);
   void kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPvTlbFlush& e);
+  void kvm_hypercall(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmHypercall& e);
   void sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedSwitch& e);
   void sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedWakeup& e);
 
@@ -259,6 +267,9 @@ inline bool operator==(const KvmApicIpi& a, const KvmApicIpi& b) {
 inline bool operator==(const KvmApicAcceptIrq& a, const KvmApicAcceptIrq& b) {
   return std::tie(a.apicid, a.vec, a.delivery_mode, a.level, a.coalesced) ==
          std::tie(b.apicid, b.vec, b.delivery_mode, b.level, b.coalesced);
+}
+inline bool operator==(const KvmHypercall& a, const KvmHypercall& b) {
+  return std::tie(a.nr, a.a0, a.a1, a.a2, a.a3) == std::tie(b.nr, b.a0, b.a1, b.a2, b.a3);
 }
 inline bool operator==(const KvmPvTlbFlush& a, const KvmPvTlbFlush& b) {
   return a.vcpu == b.vcpu && a.need_flush_tlb == b.need_flush_tlb;

@@ -127,6 +127,16 @@ void TraceObserver::on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t d
                        KvmApicIpi{icr_low, dest_id});
 }
 
+// kvm_hypercall, from kvm_emulate_hypercall() on the calling vCPU's thread.
+void TraceObserver::on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1,
+                                 Tsc t) {
+  KvmHypercall e;
+  e.nr = nr;
+  e.a0 = a0;
+  e.a1 = a1;
+  writer_.kvm_hypercall(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
 }  // namespace kvmsim::trace
 
 namespace kvmsim::trace {

@@ -224,6 +224,22 @@ bool parse_apic_accept_irq(string_view p, KvmApicAcceptIrq& e, std::string& err)
   return true;
 }
 
+// "nr 0x5 a0 0x0 a1 0x3 a2 0x0 a3 0x0" (hex, with or without 0x).
+bool parse_hypercall(string_view p, KvmHypercall& e, std::string& err) {
+  const auto t = split_ws(p);
+  const char* const msg = "kvm_hypercall: expected 'nr 0xN a0 0xN a1 0xN a2 0xN a3 0xN'";
+  if (t.size() < 10 || t[0] != "nr" || t[2] != "a0" || t[4] != "a1" || t[6] != "a2" ||
+      t[8] != "a3")
+    return fail(err, msg);
+  std::uint64_t* const f[5] = {&e.nr, &e.a0, &e.a1, &e.a2, &e.a3};
+  for (int i = 0; i < 5; ++i) {
+    string_view v = t[static_cast<std::size_t>(2 * i + 1)];
+    if (starts_with(v, "0x")) v.remove_prefix(2);
+    if (!to_uint(v, 16, *f[i])) return fail(err, msg);
+  }
+  return true;
+}
+
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from
 // the decoded fields (vector, delivery mode, dest mode, level, trigger,
 // shorthand), which is all the kernel prints of it.
@@ -368,11 +384,12 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 12> kKnown = {
+constexpr std::array<string_view, 13> kKnown = {
     "kvm_apic_ipi",     "kvm_exit",           "kvm_entry",
     "kvm_msr",          "kvm_hv_timer_state", "kvm_wait_lapic_expire",
     "kvm_vcpu_wakeup",  "kvm_halt_poll_ns",   "kvm_apic_accept_irq",
-    "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup"};
+    "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup",
+    "kvm_hypercall"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -543,6 +560,7 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
   if (event == "kvm_apic_accept_irq")
     return parse_as<KvmApicAcceptIrq>(p, err, parse_apic_accept_irq);
   if (event == "kvm_apic_ipi") return parse_as<KvmApicIpi>(p, err, parse_apic_ipi);
+  if (event == "kvm_hypercall") return parse_as<KvmHypercall>(p, err, parse_hypercall);
   if (event == "kvm_pv_tlb_flush") return parse_as<KvmPvTlbFlush>(p, err, parse_pv_tlb_flush);
   if (event == "sched_switch") return parse_as<SchedSwitch>(p, err, parse_sched_switch);
   if (event == "sched_wakeup") return parse_as<SchedWakeup>(p, err, parse_sched_wakeup);

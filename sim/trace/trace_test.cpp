@@ -499,6 +499,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(19000, {"<idle>", 0}, 3, SchedWakeup{"kworker/10:0", 2763, 120, 10, 1});
   add(20000, {"CPU 0/KVM", 1000}, 2, KvmApicIpi{0x4020, 1});
   add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});  // logical, level, all-but-self
+  add(22000, {"CPU 2/KVM", 1002}, 4, KvmHypercall{5, 0, 3, 0, 0});  // KVM_HC_KICK_CPU
   add(123456789012345678LL, {"a-b c", 99999}, 127, KvmPvTlbFlush{0, false});
   std::ostringstream out;
   TraceWriter w(out);
@@ -547,6 +548,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
           if constexpr (std::is_same_v<T, SchedSwitch>) w2.sched_switch(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, SchedWakeup>) w2.sched_wakeup(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmApicIpi>) w2.kvm_apic_ipi(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmHypercall>) w2.kvm_hypercall(c.ts_ns, c.task, c.cpu, e);
         },
         c.data);
   }
@@ -559,6 +561,8 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   CHECK(format_payload(KvmApicIpi{0xcc8fd, 0xff}) ==
         "dst ff vec 253 (Fixed|logical|assert|level|all-but-self)");
   CHECK(format_payload(KvmApicIpi{0x4500, 3}) == "dst 3 vec 0 (INIT|physical|assert|edge|dst)");
+  // arch/x86/kvm/trace.h kvm_hypercall: "nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx".
+  CHECK(format_payload(KvmHypercall{5, 0, 0x1a, 0, 0}) == "nr 0x5 a0 0x0 a1 0x1a a2 0x0 a3 0x0");
   CHECK(format_payload(KvmWaitLapicExpire{0, -312}) == "vcpu 0: delta -312 (early)");
   CHECK(format_payload(KvmWaitLapicExpire{2, 40}) == "vcpu 2: delta 40 (late)");
   CHECK(format_payload(KvmHvTimerState{26, 1}) == "vcpu_id 1a hv_timer 1");  // hex

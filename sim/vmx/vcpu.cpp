@@ -880,6 +880,9 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       // handle_vmcall() -> kvm_emulate_hypercall(); only KVM_HC_KICK_CPU
       // (the PV qspinlock's pv_kick()) is issued by the model's guests.
       cost += costs_.handle_kick_cpu(rng());
+      // trace_kvm_hypercall(nr, a0 = flags 0, a1 = APIC ID, the model's
+      // vCPU index).
+      ctx().obs.hypercall(vcpu_id_, exit_step_.msr, 0, exit_step_.value, now);
       if (exit_step_.msr == KVM_HC_KICK_CPU && vm_vcpus_) {
         const auto idx = static_cast<std::size_t>(exit_step_.value);
         if (idx >= vm_vcpus_->vcpus.size())

@@ -69,6 +69,9 @@ TEST_CASE(
   const auto j = nlohmann::json::parse(st.output);
   CHECK(j.at("pv_tlb_flush").at("true").get<double>() == m(r, "vcpu.pv_tlb_flushes"));
   CHECK(j.at("pv_tlb_flush").at("false").get<double>() > 0);
+  // kvm_hypercall: one per KVM_HC_KICK_CPU of the guest's PV qspinlock.
+  REQUIRE(m(r, "vcpu.pv_kicks") > 0);
+  CHECK(j.at("events").at("kvm_hypercall").at("count").get<double>() == m(r, "vcpu.pv_kicks"));
 }
 
 TEST_CASE("the pre-v5.6 steal-time write-back loses KVM_VCPU_FLUSH_TLB and the invariant says so",
