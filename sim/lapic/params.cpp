@@ -75,6 +75,10 @@ void declare_lapic_eras(ParamRegistry& r) {
               {"5.3", "vmx_vcpu_run",
                "v5.3 (Wanpeng Li 2019, timer-latency ref 3): the wait moves next to the world "
                "switch"}});
+  r.set_eras("kvm.enable_hv_timer", "host.kernel",
+             {{"3.10", "false", "the LAPIC timer is a host hrtimer only"},
+              {"4.8", "true",
+               "ce7a058a2117 (v4.8): kvm_intel.preemption_timer, on where the CPU has it"}});
   r.set_eras("kvm.hv_timer_advance", "host.kernel",
              {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
               {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
