@@ -91,7 +91,8 @@ void Host::start_thread(HostThread* t, int hint, Tsc now) {
   }
   if (best < 0) throw std::logic_error("start_thread: no pCPU allowed for " + t->comm());
   sched_->enqueue(best, se, now, kEnqueueNone);
-  if (sched_->wakeup_preempts(best, se, now)) pcpu(best).resched_curr(now);
+  const bool pending = sched_->need_resched(best);
+  if (sched_->wakeup_preempts(best, se, now) && !pending) pcpu(best).resched_curr(now);
 }
 
 bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
@@ -101,7 +102,10 @@ bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
   if (!ctx_.obs.empty())
     ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
-  if (sched_->wakeup_preempts(cpu, se, now))
+  // resched_curr() does nothing when the current task already has
+  // TIF_NEED_RESCHED (test_tsk_need_resched()): no second reschedule IPI.
+  const bool pending = sched_->need_resched(cpu);
+  if (sched_->wakeup_preempts(cpu, se, now) && !pending)
     pcpu(cpu).resched_curr(now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
   return true;
 }
