@@ -44,8 +44,36 @@ std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, const GuestTask*
   w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
   queue_.push_back(w);
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
-  if (w.head) wake_stealers();  // pending set: they queue behind it
+  if (w.head) {
+    wake_stealers();  // pending set: they queue behind it
+  } else if (wait_early(std::prev(queue_.end()))) {
+    // The loop counts down from SPIN_THRESHOLD, so pv_wait_early() looks
+    // at the previous node on the very first turn.
+    return halt(queue_.back(), true);
+  }
   return spin_step(queue_.back(), k, now);
+}
+
+bool GuestSpinlock::wait_early(std::deque<Waiter>::iterator it) const {
+  if (it == queue_.begin() || it->head) return false;
+  // pv_wait_early(): the previous node halted, or its vCPU is preempted.
+  const Waiter& prev = *std::prev(it);
+  return prev.halted || (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu());
+}
+
+GuestStep GuestSpinlock::halt(Waiter& w, bool early) {
+  w.halted = true;
+  if (w.head) {
+    w.head_halted = true;
+    wake_stealers();  // the head clears pending before it halts
+    ++stats_.pv_wait_head;
+  } else {
+    ++stats_.pv_wait_node;
+    if (early) ++stats_.pv_wait_early;
+  }
+  // The CPU behind a halting node sees prev->state != vcpu_running at its
+  // next check; no store wakes it earlier.
+  return GuestStep::hlt();
 }
 
 // The CPU that took the lock passes the MCS queue on
@@ -172,27 +200,8 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     return std::nullopt;
   }
   if (w.head && w.head_halted) return GuestStep::spin(Stage::Guest);  // until handed over
-  bool early = false;
-  if (!w.head && it != queue_.begin()) {
-    // pv_wait_early(): the previous node halted, or its vCPU is preempted.
-    const Waiter& prev = *std::prev(it);
-    early = prev.halted ||
-            (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu());
-  }
-  if (early || w.budget == 0) {
-    w.halted = true;
-    if (w.head) w.head_halted = true;
-    if (w.head) wake_stealers();  // the head clears pending before it halts
-    if (w.head) {
-      ++stats_.pv_wait_head;
-    } else {
-      ++stats_.pv_wait_node;
-      if (early) ++stats_.pv_wait_early;
-    }
-    // The CPU behind a halting node sees prev->state != vcpu_running at its
-    // next check; no store wakes it earlier.
-    return GuestStep::hlt();
-  }
+  const bool early = wait_early(it);
+  if (early || w.budget == 0) return halt(w, early);
   return spin_step(w, k, now);
 }
 

@@ -120,6 +120,8 @@ class GuestSpinlock {
                                    Tsc run_delay0, Tsc now);
   void new_head(Tsc now);
   GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
+  [[nodiscard]] bool wait_early(std::deque<Waiter>::iterator it) const;
+  GuestStep halt(Waiter& w, bool early);  // pv_wait(): HLT
 
   SpinlockConfig cfg_;
   const GuestTask* owner_ = nullptr;
