@@ -5,7 +5,7 @@ import os
 import pytest
 
 import kvmsim
-from conftest import SHORT, T1, TRACE_DATA
+from conftest import REPO, SHORT, T1, TRACE_DATA
 
 FIXTURES = sorted(glob.glob(os.path.join(TRACE_DATA, "*.txt")))
 
@@ -45,3 +45,20 @@ def test_run_trace_reads_back_with_one_msr_write_exit_per_cyclictest_loop(tmp_pa
 def test_missing_trace_file_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="cannot read trace file"):
         kvmsim.read_trace(tmp_path / "nope.txt")
+
+
+def test_kvm_hypercall_rows_carry_nr_and_arguments(tmp_path):
+    # The PV qspinlock's KVM_HC_KICK_CPU (nr 5): a1 is the kicked vCPU, and
+    # the trace has one kvm_hypercall per vcpu.pv_kicks.
+    trace = tmp_path / "t.txt"
+    r = kvmsim.run(
+        os.path.join(REPO, "scenarios", "ebizzy_overcommit.yaml"),
+        set={"vm.vcpus": 16, "guest.pv_tlb_flush": True, "sim.max_simulated_s": 0.3},
+        seed=1,
+        trace=trace,
+    )
+    df = kvmsim.read_trace(trace)
+    hc = df[df["event"] == "kvm_hypercall"]
+    assert len(hc) == r.metrics["vcpu.pv_kicks"] > 0
+    assert (hc["nr"] == 5).all() and (hc["a0"] == 0).all()
+    assert ((hc["a1"] >= 0) & (hc["a1"] < 16)).all()
