@@ -159,7 +159,8 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
       return enqueue(k, t, x.since, x.run_delay0, now);
     }
   }
-  auto it = std::find_if(queue_.begin(), queue_.end(), [t](const Waiter& w) { return w.task == t; });
+  auto it =
+      std::find_if(queue_.begin(), queue_.end(), [t](const Waiter& w) { return w.task == t; });
   if (it == queue_.end()) {
     // queued_spin_lock(): the fast path on a free word; with PV, also a
     // free lock whose queue head is not spinning (lock stealing).

@@ -55,9 +55,9 @@ class GuestKernel;
 class GuestTask;
 
 struct SpinlockConfig {
-  bool pv = false;                  // the PV qspinlock (halting waiters)
-  bool virt_tas = false;            // !pv: virt_spin_lock()'s test-and-set
-  bool wait_early_preempted = true; // pv_wait_early() also on a preempted predecessor
+  bool pv = false;                     // the PV qspinlock (halting waiters)
+  bool virt_tas = false;               // !pv: virt_spin_lock()'s test-and-set
+  bool wait_early_preempted = true;    // pv_wait_early() also on a preempted predecessor
   unsigned spin_threshold = 1U << 15;  // SPIN_THRESHOLD
   unsigned prev_check_loops = 256;     // PV_PREV_CHECK_MASK + 1
   Tsc loop_cycles = 15;                // one spin loop turn (load + cpu_relax()), host cycles
@@ -106,9 +106,9 @@ class GuestSpinlock {
     // halts while the lock word is _Q_SLOW_VAL, which the kick's unlock
     // cleared, so from now on the head just spins.
     bool head_halted = false;
-    Tsc budget = 0;       // spin cycles left before pv_wait()
-    Tsc issued = 0;       // the last spin step began
-    Tsc issued_delay = 0; // the vCPU thread's run delay then
+    Tsc budget = 0;        // spin cycles left before pv_wait()
+    Tsc issued = 0;        // the last spin step began
+    Tsc issued_delay = 0;  // the vCPU thread's run delay then
   };
   void acquired(GuestKernel& k, const Waiter* w, Tsc now);
   // The pending bit: the queue head spins in pv_wait_head_or_lock().
@@ -116,8 +116,8 @@ class GuestSpinlock {
     return !queue_.empty() && queue_.front().head && !queue_.front().halted;
   }
   void wake_stealers();  // the lock word changed: the unfair spinners look again
-  std::optional<GuestStep> enqueue(GuestKernel& k, const GuestTask* t, Tsc since,
-                                   Tsc run_delay0, Tsc now);
+  std::optional<GuestStep> enqueue(GuestKernel& k, const GuestTask* t, Tsc since, Tsc run_delay0,
+                                   Tsc now);
   void new_head(Tsc now);
   GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
   [[nodiscard]] bool wait_early(std::deque<Waiter>::iterator it) const;
@@ -137,7 +137,7 @@ class GuestSpinlock {
     Tsc run_delay0;
   };
   std::deque<Stealer> stealers_;  // in pv_hybrid_queued_unfair_trylock()'s loop
-  Waiter waiting_{};  // the head the lock was handed to, until it takes it
+  Waiter waiting_{};              // the head the lock was handed to, until it takes it
   SpinlockStats stats_;
 };
 
