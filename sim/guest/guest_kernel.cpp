@@ -266,7 +266,9 @@ GuestStep GuestKernel::step(Tsc now) {
     return last_ = GuestStep::run(Stage::GuestIdle, costs_.cacheline_transfer(rng_));
   }
   if (polling_ && need_resched_) haltpoll_poll_done(now, true);  // woken on this CPU
-  if (need_resched_) {
+  // No schedule() inside a spin_lock_irqsave() section (preemption is off):
+  // the reschedule waits for local_irq_restore().
+  if (need_resched_ && !irqs_off_) {
     need_resched_ = false;
     if (current_ == nullptr && cfg_.hz && !tick_running_) {
       // tick_nohz_idle_exit(): restart the tick before schedule_idle().

@@ -198,6 +198,10 @@ void Vcpu::kick(Tsc now, int from_cpu) {
   } else if (state_ == State::Blocked) {
     // Already woken (another vCPU's IPI kicked it): the wake-up is on its way.
     if (se().on_rq) return;
+    // Halted with IF clear (kvm_wait()): the timer is injected into the IRR
+    // and the vCPU keeps sleeping until the PV kick (the wake-and-sleep-again
+    // round trip is not modelled).
+    if (!vcpu_runnable()) return;
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -737,6 +741,10 @@ void Vcpu::enter_guest_mode(Tsc now) {
 void Vcpu::guest_step(Tsc now) {
   const GuestStep s = guest_->step(now);
   spin_bounded_ = false;
+  // One PAUSE loop to the hardware: consecutive pause_loop steps with no
+  // exit and no other guest work between them (a waiter re-checking after
+  // a store, the next 256-loop chunk) keep the PLE window running.
+  if (!s.pause_loop || s.kind == GuestStep::Kind::Exit) pause_loop_since_ = kTscNever;
   switch (s.kind) {
     case GuestStep::Kind::Run:
       if (s.pause_loop) {
@@ -747,10 +755,12 @@ void Vcpu::guest_step(Tsc now) {
         spin_end_ = now + s.cycles;
         if (vmx_.ple_gap) {
           if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
-          if (ple_window_cur_ < s.cycles) {
+          if (pause_loop_since_ == kTscNever) pause_loop_since_ = now;
+          const Tsc deadline = std::max(now, pause_loop_since_ + ple_window_cur_);
+          if (deadline < spin_end_) {
             ple_armed_ = true;
-            ple_deadline_ = now + ple_window_cur_;
-            pcpu_->run_for(s.stage, SegKind::Guest, ple_window_cur_);
+            ple_deadline_ = deadline;
+            pcpu_->run_for(s.stage, SegKind::Guest, deadline - now);
             break;
           }
         }
@@ -762,9 +772,10 @@ void Vcpu::guest_step(Tsc now) {
         // Pause-Loop Exiting: a PAUSE loop (gaps below ple_gap) that lasts
         // ple_window cycles exits with PAUSE_INSTRUCTION.
         if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
+        if (pause_loop_since_ == kTscNever) pause_loop_since_ = now;
         ple_armed_ = true;
-        ple_deadline_ = now + ple_window_cur_;
-        pcpu_->run_for(s.stage, SegKind::Guest, ple_window_cur_);
+        ple_deadline_ = std::max(now, pause_loop_since_ + ple_window_cur_);
+        pcpu_->run_for(s.stage, SegKind::Guest, ple_deadline_ - now);
         break;
       }
       pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
@@ -802,6 +813,7 @@ void Vcpu::preemption_timer_expired(Pcpu& cpu, Tsc now) {
 void Vcpu::vmexit(ExitReason reason, Tsc now) {
   pcpu_->disarm_vmx_preemption_timer();
   ple_armed_ = false;
+  pause_loop_since_ = kTscNever;  // the PLE count starts again after the entry
   in_kernel_at_exit_ = guest_->in_kernel_mode();
   state_ = State::VmExit;
   exit_reason_ = reason;

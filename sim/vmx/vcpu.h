@@ -430,6 +430,7 @@ class Vcpu : public HostThread {
   // SPIN_THRESHOLD loops) ends here; kTscNever = open-ended or no spin.
   Tsc spin_end_ = kTscNever;
   bool spin_bounded_ = false;  // the segment in flight is such a spin
+  Tsc pause_loop_since_ = kTscNever;  // the guest's PAUSE loop began (no exit since)
   // vcpu->arch.pv.pv_unhalted: a KVM_HC_KICK_CPU arrived; the next (or
   // current) halt ends, IF or not. Cleared when the halt returns.
   bool pv_unhalted_ = false;
