@@ -51,8 +51,9 @@ namespace {
 // clang-format off
 void declare_ebizzy_params(ParamRegistry& r) {
   r.declare({"ebizzy.threads", ParamType::Int, "0", "count", 0, 256, {},
-             "ebizzy -t: threads per VM, thread i on vCPU i mod vm.vcpus; 0 = one per vCPU "
-             "(ebizzy's default: the number of online CPUs)."});
+             "ebizzy -t: threads per VM, thread i on vCPU i; 0 = one per vCPU. At most "
+             "vm.vcpus: the guest does not time-slice CPU-bound tasks, so ebizzy's own default "
+             "(2 x online CPUs) is not modelled."});
   r.declare({"ebizzy.start_spread_us", ParamType::Int, "0", "us", 0, 1e8, {},
              "Each thread first sleeps (nanosleep) a uniform random time in [0, this), from its "
              "vCPU's guest random stream, so that the vCPU threads' host time slices do not "
@@ -309,6 +310,15 @@ class EbizzyWorkload : public Workload {
     std::size_t g = 0;
     for (const auto& vm : sys.vms()) {
       const int vcpus = static_cast<int>(vm->vcpus().size());
+      // The guest's run queue is FIFO without time slicing: a second
+      // CPU-bound thread on a vCPU would only run when the first sleeps (a
+      // silent undercount, and with -m a starvation stall on mmap_sem).
+      if (threads_ > vcpus)
+        throw ScenarioError(fmt::format(
+            "{}: key 'ebizzy.threads': {} threads on {} vCPUs; the guest scheduler does not "
+            "time-slice CPU-bound tasks, so at most one thread per vCPU (ebizzy's own default "
+            "of 2 per CPU is not modelled)",
+            sys.params().origin("ebizzy.threads"), threads_, vcpus));
       const int n = threads_ ? threads_ : vcpus;
       GuestSmp& smp = *guests_.at(g)->smp();
       mms_.push_back(std::make_unique<GuestMm>(smp, tc, pv_));
