@@ -22,7 +22,9 @@ SpinlockStats& SpinlockStats::operator+=(const SpinlockStats& o) {
   return *this;
 }
 
-void GuestSpinlock::acquired(GuestKernel& k, const Waiter* w, Tsc now) {
+void GuestSpinlock::take(GuestKernel& k, const GuestTask* t, const Waiter* w, Tsc now) {
+  owner_ = t;
+  owner_cpu_ = &k;
   if (w) {
     stats_.wait_cycles += now - w->since;
     stats_.wait_off_cpu_cycles += k.vcpu().se().run_delay_at(now) - w->run_delay0;
@@ -34,14 +36,12 @@ void GuestSpinlock::acquired(GuestKernel& k, const Waiter* w, Tsc now) {
 }
 
 void GuestSpinlock::wake_stealers() {
-  for (const Stealer& x : stealers_) x.cpu->remote_store();
+  for (const Waiter& x : stealers_) x.cpu->remote_store();
 }
 
-std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, const GuestTask* t, Tsc since,
-                                                Tsc run_delay0, Tsc now) {
-  Waiter w{t, &k, since, run_delay0};
+std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, Waiter w, Tsc now) {
   w.head = queue_.empty();
-  w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+  w.budget = spin_budget();
   queue_.push_back(w);
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
   if (w.head) {
@@ -86,9 +86,10 @@ void GuestSpinlock::new_head(Tsc /*now*/) {
   Waiter& n = queue_.front();
   if (n.head) return;
   n.head = true;
-  if (n.halted) n.head_halted = true;  // pv_kick_node(): vcpu_hashed
-  if (!n.halted) {
-    n.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+  if (n.halted) {
+    n.head_halted = true;  // pv_kick_node(): vcpu_hashed
+  } else {
+    n.budget = spin_budget();
     n.cpu->remote_store();
     wake_stealers();  // pending set
   }
@@ -110,73 +111,55 @@ GuestStep GuestSpinlock::spin_step(Waiter& w, GuestKernel& k, Tsc now) {
 
 std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t, Tsc now) {
   if (owner_ == t && !owner_running_) {  // handed over at unlock: this CPU sees it now
-    acquired(k, &waiting_, now);
+    take(k, t, &waiting_, now);
     if (cfg_.pv) new_head(now);
     return std::nullopt;
   }
   if (owner_ == t) throw std::logic_error("spin_lock: the holder takes its lock again");
-  if (!cfg_.pv && cfg_.virt_tas) {
-    // virt_spin_lock(): spin while the word is set, then cmpxchg it.
-    auto st = std::find_if(stealers_.begin(), stealers_.end(),
-                           [t](const Stealer& x) { return x.task == t; });
-    if (owner_ == nullptr) {
-      const bool waited = st != stealers_.end();
-      Waiter w{t, &k, now, 0};
-      if (waited) {
-        w.since = st->since;
-        w.run_delay0 = st->run_delay0;
-        stealers_.erase(st);
-      }
-      owner_ = t;
-      owner_cpu_ = &k;
-      acquired(k, waited ? &w : nullptr, now);
-      return std::nullopt;
-    }
-    if (st == stealers_.end()) {
-      ++stats_.contended;
-      stealers_.push_back({t, &k, now, k.vcpu().se().run_delay_at(now)});
-    }
-    return GuestStep::spin(Stage::Guest);
-  }
-  if (cfg_.pv) {
-    auto st = std::find_if(stealers_.begin(), stealers_.end(),
-                           [t](const Stealer& x) { return x.task == t; });
+  const auto is_t = [t](const Waiter& w) { return w.task == t; };
+  const Waiter fresh{t, &k, now, k.vcpu().se().run_delay_at(now)};
+  if (cfg_.pv || cfg_.virt_tas) {
+    auto st = std::find_if(stealers_.begin(), stealers_.end(), is_t);
     if (st != stealers_.end()) {
+      // virt_spin_lock(): spin while the word is set, then cmpxchg it.
       // pv_hybrid_queued_unfair_trylock()'s loop: take a free lock; queue
       // once the head spins (pending) or nobody is queued; else spin on.
-      const Stealer x = *st;
+      const Waiter x = *st;
       if (owner_ == nullptr) {
         stealers_.erase(st);
-        ++stats_.steals;
-        owner_ = t;
-        owner_cpu_ = &k;
-        Waiter w{t, &k, x.since, x.run_delay0};
-        acquired(k, &w, now);
+        if (cfg_.pv) ++stats_.steals;
+        take(k, t, &x, now);
         return std::nullopt;
       }
-      if (!queue_.empty() && !pending()) return GuestStep::spin(Stage::Guest);
+      if (!cfg_.pv || (!queue_.empty() && !pending())) return GuestStep::spin(Stage::Guest);
       stealers_.erase(st);
-      return enqueue(k, t, x.since, x.run_delay0, now);
+      return enqueue(k, x, now);
     }
   }
-  auto it =
-      std::find_if(queue_.begin(), queue_.end(), [t](const Waiter& w) { return w.task == t; });
+  if (!cfg_.pv && cfg_.virt_tas) {  // virt_spin_lock(): no queue
+    if (owner_ == nullptr) {
+      take(k, t, nullptr, now);
+      return std::nullopt;
+    }
+    ++stats_.contended;
+    stealers_.push_back(fresh);
+    return GuestStep::spin(Stage::Guest);
+  }
+  auto it = std::find_if(queue_.begin(), queue_.end(), is_t);
   if (it == queue_.end()) {
     // queued_spin_lock(): the fast path on a free word; with PV, also a
     // free lock whose queue head is not spinning (lock stealing).
     if (owner_ == nullptr && (queue_.empty() || (cfg_.pv && !pending()))) {
       if (!queue_.empty()) ++stats_.steals;
-      owner_ = t;
-      owner_cpu_ = &k;
-      acquired(k, nullptr, now);
+      take(k, t, nullptr, now);
       return std::nullopt;
     }
     ++stats_.contended;
     if (cfg_.pv && !queue_.empty() && !pending()) {
-      stealers_.push_back({t, &k, now, k.vcpu().se().run_delay_at(now)});
+      stealers_.push_back(fresh);
       return GuestStep::spin(Stage::Guest);
     }
-    return enqueue(k, t, now, k.vcpu().se().run_delay_at(now), now);
+    return enqueue(k, fresh, now);
   }
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);  // still queued: spin on
   Waiter& w = *it;
@@ -184,7 +167,7 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     // Back from kvm_wait() (kicked): spin again with a fresh threshold.
     w.halted = false;
     w.kicked = false;
-    w.budget = static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+    w.budget = spin_budget();
     if (w.head && owner_ != nullptr) wake_stealers();  // the head spins: pending set
   } else {
     const Tsc ran = (now - w.issued) - (k.vcpu().se().run_delay_at(now) - w.issued_delay);
@@ -193,9 +176,7 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
   if (w.head && owner_ == nullptr) {  // the head finds the lock free (after a kick)
     const Waiter me = w;
     queue_.pop_front();
-    owner_ = t;
-    owner_cpu_ = &k;
-    acquired(k, &me, now);
+    take(k, t, &me, now);
     new_head(now);
     if (queue_.empty()) wake_stealers();  // no tail: they queue
     return std::nullopt;

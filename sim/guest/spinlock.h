@@ -110,14 +110,19 @@ class GuestSpinlock {
     Tsc issued = 0;        // the last spin step began
     Tsc issued_delay = 0;  // the vCPU thread's run delay then
   };
-  void acquired(GuestKernel& k, const Waiter* w, Tsc now);
+  // `t` on CPU `k` holds the lock from now; `w` is its wait (statistics),
+  // nullptr when it never waited.
+  void take(GuestKernel& k, const GuestTask* t, const Waiter* w, Tsc now);
+  [[nodiscard]] Tsc spin_budget() const {  // SPIN_THRESHOLD loops
+    return static_cast<Tsc>(cfg_.spin_threshold) * cfg_.loop_cycles;
+  }
   // The pending bit: the queue head spins in pv_wait_head_or_lock().
   [[nodiscard]] bool pending() const {
     return !queue_.empty() && queue_.front().head && !queue_.front().halted;
   }
   void wake_stealers();  // the lock word changed: the unfair spinners look again
-  std::optional<GuestStep> enqueue(GuestKernel& k, const GuestTask* t, Tsc since, Tsc run_delay0,
-                                   Tsc now);
+  // Joins the MCS queue with the wait that began at w.since.
+  std::optional<GuestStep> enqueue(GuestKernel& k, Waiter w, Tsc now);
   void new_head(Tsc now);
   GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
   [[nodiscard]] bool wait_early(std::deque<Waiter>::iterator it) const;
@@ -130,14 +135,10 @@ class GuestSpinlock {
   Tsc held_since_ = 0;
   Tsc owner_run_delay0_ = 0;
   std::deque<Waiter> queue_;
-  struct Stealer {
-    const GuestTask* task;
-    GuestKernel* cpu;
-    Tsc since;
-    Tsc run_delay0;
-  };
-  std::deque<Stealer> stealers_;  // in pv_hybrid_queued_unfair_trylock()'s loop
-  Waiter waiting_{};              // the head the lock was handed to, until it takes it
+  // CPUs spinning outside the MCS queue: in virt_spin_lock()'s test-and-set
+  // loop, or (PV) in pv_hybrid_queued_unfair_trylock()'s loop.
+  std::deque<Waiter> stealers_;
+  Waiter waiting_{};  // the head the lock was handed to, until it takes it
   SpinlockStats stats_;
 };
 

@@ -91,8 +91,15 @@ void Host::start_thread(HostThread* t, int hint, Tsc now) {
   }
   if (best < 0) throw std::logic_error("start_thread: no pCPU allowed for " + t->comm());
   sched_->enqueue(best, se, now, kEnqueueNone);
-  const bool pending = sched_->need_resched(best);
-  if (sched_->wakeup_preempts(best, se, now) && !pending) pcpu(best).resched_curr(now);
+  check_preempt(best, se, now, nullptr, 0);
+}
+
+// check_preempt_curr() -> resched_curr(): nothing when the current task
+// already has TIF_NEED_RESCHED (test_tsk_need_resched()), so no second
+// reschedule IPI; else the local flag, or the IPI from `waker`.
+void Host::check_preempt(int cpu, const SchedEntity& se, Tsc now, Pcpu* waker, Tsc ipi_at) {
+  const bool pending = sched_->need_resched(cpu);
+  if (sched_->wakeup_preempts(cpu, se, now) && !pending) pcpu(cpu).resched_curr(now, waker, ipi_at);
 }
 
 bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
@@ -102,11 +109,7 @@ bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
   if (!ctx_.obs.empty())
     ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
-  // resched_curr() does nothing when the current task already has
-  // TIF_NEED_RESCHED (test_tsk_need_resched()): no second reschedule IPI.
-  const bool pending = sched_->need_resched(cpu);
-  if (sched_->wakeup_preempts(cpu, se, now) && !pending)
-    pcpu(cpu).resched_curr(now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
+  check_preempt(cpu, se, now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
   return true;
 }
 

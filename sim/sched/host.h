@@ -60,6 +60,8 @@ class Host : public MetricSource {
   void report(Metrics& m, const TscClock& clk) const override;
 
  private:
+  // A woken or new entity on `cpu`: reschedule it if the entity preempts.
+  void check_preempt(int cpu, const SchedEntity& se, Tsc now, Pcpu* waker, Tsc ipi_at);
   SimContext& ctx_;
   Topology topo_;
   std::unique_ptr<HostScheduler> sched_;

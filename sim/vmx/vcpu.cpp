@@ -357,7 +357,7 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
         if (now >= ple_deadline_) {  // the window ran out: the spin goes on after the exit
           const bool bounded = spin_bounded_;
           spin_bounded_ = false;
-          guest_->suspend(bounded ? (spin_end_ > now ? spin_end_ - now : 0) : kTscNever);
+          guest_->suspend(bounded ? bounded_spin_left(now) : kTscNever);
           exit_step_ = GuestStep{};
           vmexit(ExitReason::PAUSE_INSTRUCTION, now);
           break;
@@ -754,9 +754,7 @@ void Vcpu::guest_step(Tsc now) {
         spin_bounded_ = true;
         spin_end_ = now + s.cycles;
         if (vmx_.ple_gap) {
-          if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
-          if (pause_loop_since_ == kTscNever) pause_loop_since_ = now;
-          const Tsc deadline = std::max(now, pause_loop_since_ + ple_window_cur_);
+          const Tsc deadline = ple_window_end(now);
           if (deadline < spin_end_) {
             ple_armed_ = true;
             ple_deadline_ = deadline;
@@ -771,10 +769,8 @@ void Vcpu::guest_step(Tsc now) {
       if (s.pause_loop && vmx_.ple_gap) {
         // Pause-Loop Exiting: a PAUSE loop (gaps below ple_gap) that lasts
         // ple_window cycles exits with PAUSE_INSTRUCTION.
-        if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
-        if (pause_loop_since_ == kTscNever) pause_loop_since_ = now;
         ple_armed_ = true;
-        ple_deadline_ = std::max(now, pause_loop_since_ + ple_window_cur_);
+        ple_deadline_ = ple_window_end(now);
         pcpu_->run_for(s.stage, SegKind::Guest, ple_deadline_ - now);
         break;
       }
@@ -787,6 +783,14 @@ void Vcpu::guest_step(Tsc now) {
   }
 }
 
+// When the guest's PAUSE loop (begun now, or at pause_loop_since_ if it
+// goes on) has run ple_window cycles.
+Tsc Vcpu::ple_window_end(Tsc now) {
+  if (!ple_window_cur_) ple_window_cur_ = vmx_.ple_window;
+  if (pause_loop_since_ == kTscNever) pause_loop_since_ = now;
+  return std::max(now, pause_loop_since_ + ple_window_cur_);
+}
+
 // What is left of the guest step a VM exit or a posted interrupt cuts short
 // (a PLE-bounded spin is open-ended).
 Tsc Vcpu::suspend_remaining(Pcpu& cpu, Tsc now) {
@@ -795,7 +799,7 @@ Tsc Vcpu::suspend_remaining(Pcpu& cpu, Tsc now) {
   ple_armed_ = false;
   if (spin_bounded_) {  // a bounded spin keeps its own end, PLE window or not
     spin_bounded_ = false;
-    return spin_end_ > now ? spin_end_ - now : 0;
+    return bounded_spin_left(now);
   }
   return open ? kTscNever : end - now;
 }

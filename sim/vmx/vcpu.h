@@ -75,15 +75,16 @@ struct GuestStep {
   // argument (KVM_HC_KICK_CPU: the target's vCPU index in the VM, standing
   // in for its APIC ID).
   static GuestStep vmcall(std::uint32_t nr, std::uint64_t arg) {
-    GuestStep g{Kind::Exit, Stage::Guest};
-    g.reason = ExitReason::VMCALL;
-    g.msr = nr;
-    g.value = arg;
-    return g;
+    return exit_with(ExitReason::VMCALL, nr, arg);
   }
   static GuestStep wrmsr(std::uint32_t msr, std::uint64_t v) {
+    return exit_with(ExitReason::MSR_WRITE, msr, v);
+  }
+  // An exiting instruction in guest kernel code with its two operands
+  // (WRMSR: the MSR and value; VMCALL: the hypercall number and argument).
+  static GuestStep exit_with(ExitReason r, std::uint32_t msr, std::uint64_t v) {
     GuestStep g{Kind::Exit, Stage::Guest};
-    g.reason = ExitReason::MSR_WRITE;
+    g.reason = r;
     g.msr = msr;
     g.value = v;
     return g;
@@ -430,6 +431,10 @@ class Vcpu : public HostThread {
   // SPIN_THRESHOLD loops) ends here; kTscNever = open-ended or no spin.
   Tsc spin_end_ = kTscNever;
   bool spin_bounded_ = false;  // the segment in flight is such a spin
+  [[nodiscard]] Tsc bounded_spin_left(Tsc now) const {
+    return spin_end_ > now ? spin_end_ - now : 0;
+  }
+  Tsc ple_window_end(Tsc now);
   Tsc pause_loop_since_ = kTscNever;  // the guest's PAUSE loop began (no exit since)
   // vcpu->arch.pv.pv_unhalted: a KVM_HC_KICK_CPU arrived; the next (or
   // current) halt ends, IF or not. Cleared when the halt returns.
