@@ -251,9 +251,29 @@ TEST_CASE("ebizzy lock sections: no holder preemption and no PV halt without ove
   const auto r8 = run_metrics("lock-8", kT4 + "--set sim.max_simulated_s=0.2");
   CHECK(m(r8, "invariants.violations") == 0);
   CHECK(m(r8, "ebizzy.lock.acquires") >= 13 * m(r8, "ebizzy.vm0.records"));
+  CHECK(m(r8, "ebizzy.lock.contended") > 0);
   CHECK(m(r8, "ebizzy.lock.hold_preempted") == 0);
   CHECK(m(r8, "ebizzy.lock.wait_off_cpu_s") == 0);
   CHECK(m(r8, "ebizzy.lock.pv_wait_node") + m(r8, "ebizzy.lock.pv_wait_head") == 0);
+}
+
+// The fair queued (MCS) lock of the session-3 experiment (16 sections of
+// 2 us, no PV halting): with 16 vCPUs on 8 pCPUs holders and queue heads
+// are preempted, the waiters spin on them (lock-holder / lock-waiter
+// preemption), and the PV-flush run loses records to it.
+TEST_CASE("queued spinlock: holders are preempted under over-commit, and PV pays for it",
+          "[cli][tlb]") {
+  const std::string mcs =
+      "--set guest.pv_spinlock=false --set guest.virt_spin_lock=false "
+      "--set ebizzy.lock_sections=16 --set cost.ebizzy.lock_hold=2us ";
+  const std::string pv16 =
+      "--set vm.vcpus=16 --set guest.pv_tlb_flush=true --set sim.max_simulated_s=0.5 ";
+  const auto base = run_metrics("mcs-pv16-off", kT4 + pv16 + "--set ebizzy.lock_sections=0");
+  const auto r16 = run_metrics("mcs-pv16", kT4 + mcs + pv16);
+  CHECK(m(r16, "invariants.violations") == 0);
+  CHECK(m(r16, "ebizzy.lock.hold_preempted") > 0);
+  CHECK(m(r16, "ebizzy.lock.wait_off_cpu_s") > 0);
+  CHECK(m(r16, "ebizzy.records_per_s") < 0.9 * m(base, "ebizzy.records_per_s"));
 }
 
 // The v4.16 guest's PV qspinlock under 2x over-commit, against the lock
