@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/core/context.h"
 #include "sim/guest/guest_smp.h"
 
 namespace kvmsim {
@@ -46,6 +47,7 @@ Tsc GuestKernel::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   // TIMER_SOFTIRQ on every tick (the pre-rework wheel is scanned from the
   // softirq); from v4.8 only when a wheel timer is due.
   if (this == &k.tick_ && k.cfg_.tick_timer_softirq) k.softirq_pending_ = true;
+  if (this == &k.tick_) k.task_tick_fair(now);  // scheduler_tick() -> task_tick_fair()
   if (wheel) {
     // A wheel timer runs from TIMER_SOFTIRQ. With the tick stopped in idle,
     // tick_nohz_stop_sched_tick() parked the tick's sched_timer at this
@@ -205,15 +207,155 @@ Tsc GuestKernel::guest_cycles_to_host(std::uint64_t guest_cycles) const {
 void GuestKernel::add_task(GuestTask* t) {
   t->cpu_ = this;
   t->on_rq_ = true;
+  if (t->policy == GuestTask::Policy::Normal) place_entity(t, true);
   runqueue_.push_back(t);
   need_resched_ = current_ == nullptr;
 }
 
-GuestTask* GuestKernel::pick_next() {
+// pick_next_task(): the RT class first (Fifo tasks in queue order), then
+// CFS's leftmost entity (smallest vruntime; queue order breaks ties).
+GuestTask* GuestKernel::pick_next(Tsc now) {
   if (runqueue_.empty()) return nullptr;
-  GuestTask* t = runqueue_.front();
-  runqueue_.pop_front();
+  auto it = std::find_if(runqueue_.begin(), runqueue_.end(),
+                         [](auto* t) { return t->policy == GuestTask::Policy::Fifo; });
+  if (it == runqueue_.end())
+    it = std::min_element(runqueue_.begin(), runqueue_.end(),
+                          [](auto* a, auto* b) { return a->vruntime_ < b->vruntime_; });
+  GuestTask* t = *it;
+  runqueue_.erase(it);
+  if (t->policy == GuestTask::Policy::Normal) set_next_entity(t, now);
   return t;
+}
+
+// --- CFS for Normal tasks ---------------------------------------------------
+
+// rq->clock_task: the guest clock less the steal time the host last wrote to
+// the steal-time area (update_rq_clock_task() with paravirt steal accounting).
+std::uint64_t GuestKernel::clock_task_ns(Tsc now) const {
+  const std::uint64_t ns = guest_ns(now);
+  if (!cfg_.fair.steal_accounting) return ns;
+  const auto steal = static_cast<std::uint64_t>(
+      static_cast<u128>(vcpu_.stats().steal_cycles) * 1000000u / guest_tsc_khz_);
+  return steal < ns ? ns - steal : 0;
+}
+
+unsigned GuestKernel::fair_factor() const {
+  const int n = std::min(smp_ ? smp_->nr_cpus() : 1, 8);
+  unsigned log = 0;
+  while ((2 << log) <= n) ++log;
+  return 1 + log;
+}
+
+unsigned GuestKernel::nr_fair() const {
+  unsigned n = current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal;
+  for (auto* t : runqueue_) n += t->policy == GuestTask::Policy::Normal;
+  return n;
+}
+
+// sched_slice() for a nice-0 entity: __sched_period(nr) / nr, the period
+// being the latency up to sched_nr_latency tasks and nr x min_granularity above.
+std::uint64_t GuestKernel::sched_slice_ns(unsigned nr) const {
+  const std::uint64_t f = fair_factor();
+  const std::uint64_t latency = cfg_.fair.latency_ns * f;
+  const std::uint64_t min_gran = cfg_.fair.min_granularity_ns * f;
+  const std::uint64_t nr_latency = (cfg_.fair.latency_ns + cfg_.fair.min_granularity_ns - 1) /
+                                   cfg_.fair.min_granularity_ns;
+  if (nr == 0) nr = 1;
+  const std::uint64_t period = nr > nr_latency ? nr * min_gran : latency;
+  return period / nr;
+}
+
+// update_curr(): the running Normal task's runtime since exec_start goes
+// into sum_exec_runtime and (nice 0) one-for-one into its vruntime.
+void GuestKernel::update_curr(Tsc now) {
+  if (!current_ || current_->policy != GuestTask::Policy::Normal) return;
+  const std::uint64_t t = clock_task_ns(now);
+  if (t <= current_->exec_start_) return;
+  const std::uint64_t d = t - current_->exec_start_;
+  current_->exec_start_ = t;
+  current_->sum_exec_ += d;
+  current_->vruntime_ += static_cast<std::int64_t>(d);
+  update_min_vruntime();
+}
+
+// update_min_vruntime(): monotonic, the smaller of curr's and the leftmost's.
+void GuestKernel::update_min_vruntime() {
+  bool any = false;
+  std::int64_t v = 0;
+  if (current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal) {
+    v = current_->vruntime_;
+    any = true;
+  }
+  for (auto* t : runqueue_)
+    if (t->policy == GuestTask::Policy::Normal && (!any || t->vruntime_ < v)) {
+      v = t->vruntime_;
+      any = true;
+    }
+  if (any && v > min_vruntime_) min_vruntime_ = v;
+}
+
+// place_entity(): a new task starts a virtual slice after min_vruntime
+// (START_DEBIT); a waking sleeper gets at most half a latency of credit
+// (GENTLE_FAIR_SLEEPERS), never more than it had.
+void GuestKernel::place_entity(GuestTask* t, bool initial) {
+  std::int64_t v = min_vruntime_;
+  if (initial) {
+    t->vruntime_ = v + static_cast<std::int64_t>(sched_slice_ns(nr_fair() + 1));
+    return;
+  }
+  v -= static_cast<std::int64_t>(cfg_.fair.latency_ns * fair_factor() / 2);
+  t->vruntime_ = std::max(t->vruntime_, v);
+}
+
+// set_next_entity(): the slice is counted from here.
+void GuestKernel::set_next_entity(GuestTask* t, Tsc now) {
+  t->exec_start_ = clock_task_ns(now);
+  t->prev_sum_exec_ = t->sum_exec_;
+}
+
+// check_preempt_tick() (v4.16): resched when curr ran its ideal slice, or
+// (after min_granularity) when it is ahead of the leftmost by a slice.
+void GuestKernel::task_tick_fair(Tsc now) {
+  if (!current_ || current_blocked_ || current_->policy != GuestTask::Policy::Normal) return;
+  update_curr(now);
+  const unsigned nr = nr_fair();
+  if (nr < 2 || need_resched_) return;
+  const std::uint64_t ideal = sched_slice_ns(nr);
+  const std::uint64_t delta_exec = current_->sum_exec_ - current_->prev_sum_exec_;
+  bool resched = delta_exec > ideal;
+  if (!resched && delta_exec >= cfg_.fair.min_granularity_ns * fair_factor()) {
+    const GuestTask* left = nullptr;
+    for (auto* t : runqueue_)
+      if (t->policy == GuestTask::Policy::Normal && (!left || t->vruntime_ < left->vruntime_))
+        left = t;
+    resched = left && current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
+  }
+  if (resched) {
+    need_resched_ = true;
+    ++fair_stats_.tick_preemptions;
+  }
+}
+
+// check_preempt_curr() for a task just queued here: an RT wakee or any task
+// on an idle CPU preempts; a Normal wakee preempts a Normal curr only when
+// curr's vruntime is ahead by more than the wakeup granularity
+// (wakeup_preempt_entity()); nothing preempts an RT curr.
+void GuestKernel::check_preempt_curr(GuestTask* woken, Tsc now) {
+  if (woken->policy == GuestTask::Policy::Fifo || current_ == nullptr || current_blocked_) {
+    need_resched_ = true;
+    return;
+  }
+  if (current_->policy == GuestTask::Policy::Fifo || need_resched_) return;
+  update_curr(now);
+  const auto gran = static_cast<std::int64_t>(cfg_.fair.wakeup_granularity_ns * fair_factor());
+  if (current_->vruntime_ - woken->vruntime_ > gran) {
+    need_resched_ = true;
+    ++fair_stats_.wakeup_preemptions;
+  }
+}
+
+bool GuestKernel::preemption_deferred() const {
+  return current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal;
 }
 
 // Order: an interrupt handler in progress, then the step a VM exit cut short,
@@ -231,6 +373,15 @@ GuestStep GuestKernel::step(Tsc now) {
   // ended it meanwhile (then its owner re-checks the condition).
   const bool recheck = spin_recheck_;
   spin_recheck_ = false;
+  // An interrupt that set need_resched for a Normal task cut a user-mode step:
+  // the return to user mode schedules, and the rest of the step runs when
+  // the task is picked again.
+  if (has_resume_ && need_resched_ && !irqs_off_ && preemption_deferred() &&
+      resume_.kind == GuestStep::Kind::Run && resume_.stage == Stage::GuestUser &&
+      !resume_.pause_loop) {
+    has_resume_ = false;
+    current_->pending_ = resume_;
+  }
   if (has_resume_) {
     has_resume_ = false;
     // (The haltpoll poll is such a spin too, with a time limit.)
@@ -269,6 +420,17 @@ GuestStep GuestKernel::step(Tsc now) {
   // No schedule() inside a spin_lock_irqsave() section (preemption is off):
   // the reschedule waits for local_irq_restore().
   if (need_resched_ && !irqs_off_) {
+    if (preemption_deferred() && !current_->pending_) {
+      // A Normal task in kernel code is not preempted (PREEMPT_NONE /
+      // VOLUNTARY guest): it runs on, and the switch happens before its
+      // next user-mode step (exit_to_usermode_loop()), or when it sleeps.
+      GuestTask* self = current_;
+      const GuestStep s = self->run(*this, now);
+      if (current_ != self || current_blocked_ || !need_resched_ || irqs_off_ ||
+          s.kind != GuestStep::Kind::Run || s.stage != Stage::GuestUser || s.pause_loop)
+        return last_ = s;
+      self->pending_ = s;
+    }
     need_resched_ = false;
     if (current_ == nullptr && cfg_.hz && !tick_running_) {
       // tick_nohz_idle_exit(): restart the tick before schedule_idle().
@@ -276,16 +438,25 @@ GuestStep GuestKernel::step(Tsc now) {
       tick_start(now);  // queues the clockevent write, which follows this step
       return last_ = GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_));
     }
+    update_curr(now);  // put_prev_task_fair()
     if (current_ && !current_blocked_) runqueue_.push_back(current_);
     if (current_ && current_blocked_) current_->on_rq_ = false;  // deactivate_task()
-    GuestTask* next = pick_next();
+    GuestTask* next = pick_next(now);
     if (next != current_) {
+      if (current_ && next && current_->policy == GuestTask::Policy::Normal &&
+          next->policy == GuestTask::Policy::Normal)
+        ++fair_stats_.switches;
       current_ = next;
       current_blocked_ = false;
       return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
     }
   }
   if (current_ == nullptr) return last_ = idle_step(now);
+  if (current_->pending_) {
+    const GuestStep s = *current_->pending_;
+    current_->pending_.reset();
+    return last_ = s;
+  }
   return last_ = current_->run(*this, now);
 }
 
@@ -362,10 +533,21 @@ void GuestKernel::wake_up_local(GuestTask* t) {
     need_resched_ = true;
     return;
   }
+  enqueue_woken(t);
+  check_preempt_curr(t, now_tsc());  // an RT task preempts the idle loop / SCHED_OTHER
+}
+
+// ttwu_do_activate() -> enqueue_task(): a Normal task coming from another
+// CPU keeps its vruntime relative to min_vruntime (migrate_task_rq_fair()),
+// and a sleeper is placed with its credit.
+void GuestKernel::enqueue_woken(GuestTask* t) {
+  if (t->policy == GuestTask::Policy::Normal) {
+    if (t->cpu_ && t->cpu_ != this) t->vruntime_ += min_vruntime_ - t->cpu_->min_vruntime_;
+    place_entity(t, false);
+  }
   t->cpu_ = this;
   t->on_rq_ = true;
   runqueue_.push_back(t);
-  need_resched_ = true;  // an RT task preempts the idle loop / SCHED_OTHER
 }
 
 // The part of try_to_wake_up() the waker does on this (the wakee's) CPU's
@@ -381,11 +563,10 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
     if (t == t->cpu_->current_ && t->cpu_->current_blocked_) t->cpu_->current_blocked_ = false;
     return false;
   }
-  t->cpu_ = this;
-  t->on_rq_ = true;
-  runqueue_.push_back(t);
+  enqueue_woken(t);
   if (need_resched_) return false;
-  need_resched_ = true;
+  check_preempt_curr(t, now_tsc());
+  if (!need_resched_) return false;
   if (current_ == nullptr && (!cfg_.idle_hlt || polling_)) {
     ++smp_->stats().wakeups_polling;
     remote_store();

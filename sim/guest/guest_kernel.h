@@ -88,6 +88,18 @@ struct GuestConfig {
   // shutdown, the next timer first re-arms LVTT (lapic_timer_set_oneshot()).
   enum class Shutdown : std::uint8_t { None, LvttTmict, LvttDeadline0 };
   Shutdown clockevent_shutdown = Shutdown::LvttTmict;
+  // CFS tunables for Normal tasks, unscaled (kernel/sched/fair.c of v4.x:
+  // sysctl_sched_latency 6 ms, min_granularity 0.75 ms, wakeup_granularity
+  // 1 ms), multiplied at boot by 1 + ilog2(min(ncpus, 8))
+  // (SCHED_TUNABLESCALING_LOG). steal_accounting: rq->clock_task leaves out
+  // the steal time the host reports (CONFIG_PARAVIRT_TIME_ACCOUNTING with
+  // KVM steal time), so a preempted vCPU's task does not use up its slice.
+  struct Fair {
+    std::uint64_t latency_ns = 6000000;
+    std::uint64_t min_granularity_ns = 750000;
+    std::uint64_t wakeup_granularity_ns = 1000000;
+    bool steal_accounting = true;
+  } fair;
 };
 
 // What the idle loop and its timers did, for the metrics.
@@ -137,12 +149,30 @@ class GuestTask {
   // sched_setaffinity() to one CPU (vCPU index in the VM); -1 = any CPU.
   int bound_cpu = -1;
 
+  // Scheduling class. Fifo (SCHED_FIFO, the default: cyclictest's RT
+  // threads and the single-task workloads) runs until it blocks and a
+  // wake-up preempts at once. Normal (SCHED_NORMAL, CFS of v4.x) is
+  // time-sliced at the tick, and a wake-up preempts only by more than the
+  // wakeup granularity; the guest kernel is non-preemptible
+  // (PREEMPT_NONE / VOLUNTARY), so a Normal task is switched out only on its
+  // way back to user mode or when it sleeps.
+  enum class Policy : std::uint8_t { Fifo, Normal };
+  Policy policy = Policy::Fifo;
+
  private:
   friend class GuestKernel;
   friend class GuestSmp;
   std::string comm_;
   GuestKernel* cpu_ = nullptr;  // task_cpu(): the run queue it is on or last ran on
   bool on_rq_ = false;          // runnable: queued, or current and not blocked
+  // struct sched_entity of a Normal task (nice 0), in ns of the guest's
+  // rq->clock_task: vruntime, exec_start, sum_exec_runtime and
+  // prev_sum_exec_runtime (the sum when it was last picked).
+  std::int64_t vruntime_ = 0;
+  std::uint64_t exec_start_ = 0, sum_exec_ = 0, prev_sum_exec_ = 0;
+  // The user-mode step a preemption switched away from (it runs first when
+  // the task is picked again).
+  std::optional<GuestStep> pending_;
 };
 
 // The function an smp_call_function*() runs on every target, from the
@@ -221,6 +251,19 @@ class GuestKernel : public GuestVcpu {
   [[nodiscard]] GuestSmp* smp() const { return smp_.get(); }
   [[nodiscard]] int cpu() const { return cpu_; }  // smp_processor_id()
   [[nodiscard]] bool idle() const { return current_ == nullptr && runqueue_.empty(); }
+  // task_curr(): `t` is what this CPU runs now (the owner->on_cpu test of
+  // optimistic spinning); need_resched() of this CPU.
+  [[nodiscard]] bool task_curr(const GuestTask* t) const {
+    return t != nullptr && current_ == t && !current_blocked_;
+  }
+  [[nodiscard]] bool need_resched() const { return need_resched_; }
+  // Fair-class statistics of this CPU, for the metrics.
+  struct FairStats {
+    std::uint64_t tick_preemptions = 0;    // check_preempt_tick() -> resched_curr()
+    std::uint64_t wakeup_preemptions = 0;  // check_preempt_wakeup() -> resched_curr()
+    std::uint64_t switches = 0;            // context switches between two Normal tasks
+  };
+  [[nodiscard]] const FairStats& fair_stats() const { return fair_stats_; }
   // Another CPU wrote memory this one may spin on (a csd_unlock(), the
   // need_resched of a polling idle loop): an open-ended spin in guest mode
   // ends now, and one a VM exit cut short is re-checked when it resumes.
@@ -254,12 +297,27 @@ class GuestKernel : public GuestVcpu {
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
   GuestStep irq_step(Tsc now);
   void program_clockevent();
-  GuestTask* pick_next();
+  GuestTask* pick_next(Tsc now);
+  // CFS (kernel/sched/fair.c, v4.16) for Normal tasks.
+  [[nodiscard]] std::uint64_t clock_task_ns(Tsc now) const;  // rq->clock_task
+  [[nodiscard]] unsigned fair_factor() const;                // 1 + ilog2(min(ncpus, 8))
+  [[nodiscard]] unsigned nr_fair() const;                    // cfs_rq->nr_running
+  [[nodiscard]] std::uint64_t sched_slice_ns(unsigned nr_running) const;
+  void update_curr(Tsc now);
+  void update_min_vruntime();
+  void place_entity(GuestTask* t, bool initial);
+  void set_next_entity(GuestTask* t, Tsc now);
+  void task_tick_fair(Tsc now);                    // scheduler_tick() -> check_preempt_tick()
+  void check_preempt_curr(GuestTask* woken, Tsc now);  // a wake-up onto this CPU
+  // A Normal current task is running kernel code: the switch waits for its
+  // return to user mode.
+  [[nodiscard]] bool preemption_deferred() const;
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
   void haltpoll_poll_done(Tsc now, bool hit);
   void adjust_poll_limit(std::uint64_t block_ns);
   void wake_up_local(GuestTask* t);
+  void enqueue_woken(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
   // true if this CPU needs a RESCHEDULE_VECTOR IPI.
   bool ttwu_remote_enqueue(GuestTask* t);
@@ -310,6 +368,8 @@ class GuestKernel : public GuestVcpu {
   GuestTask* current_ = nullptr;  // nullptr = idle task
   std::deque<GuestTask*> runqueue_;
   bool need_resched_ = false;
+  std::int64_t min_vruntime_ = 0;  // cfs_rq->min_vruntime
+  FairStats fair_stats_;
   std::deque<GuestStep> kq_;  // kernel work before the task continues
   bool current_blocked_ = false;
   GuestStep last_;    // the step in flight

@@ -99,10 +99,11 @@ GuestRwsem::Result GuestRwsem::down_write(GuestKernel& k, GuestTask* t, RwsemWai
   // A woken writer that lost the lock sleeps again (schedule() in the loop).
   if (w.queued) return sleep(k, t, w, true, now);
   // rwsem_can_spin_on_owner() / rwsem_spin_on_owner(): a writer owner that
-  // is on its CPU and whose vCPU is not preempted (steal time).
+  // is on its CPU (owner->on_cpu) and whose vCPU is not preempted (steal
+  // time), while the spinner's own CPU has no need_resched.
   if (writer_) {
     const bool preempted = writer_cpu_->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED;
-    if (!preempted) {
+    if (!preempted && writer_cpu_->task_curr(writer_) && !k.need_resched()) {
       if (!w.spinning) {
         w.spinning = true;
         w.spin_since = now;
