@@ -49,6 +49,11 @@ GuestConfig guest_config(const ParamSet& p) {
                     p.origin("guest.haltpoll_ns")));
   g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
   g.tick_timer_softirq = p.b("guest.tick_timer_softirq");
+  g.fair.latency_ns = static_cast<std::uint64_t>(p.i("guest.sched_latency_ns"));
+  g.fair.min_granularity_ns = static_cast<std::uint64_t>(p.i("guest.sched_min_granularity_ns"));
+  g.fair.wakeup_granularity_ns =
+      static_cast<std::uint64_t>(p.i("guest.sched_wakeup_granularity_ns"));
+  g.fair.steal_accounting = p.b("guest.sched_steal_accounting");
   const std::string& sd = p.s("guest.clockevent_shutdown");
   g.clockevent_shutdown = sd == "none"             ? GuestConfig::Shutdown::None
                           : sd == "lvtt_deadline0" ? GuestConfig::Shutdown::LvttDeadline0

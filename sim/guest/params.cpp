@@ -127,6 +127,19 @@ void declare_guest_params(ParamRegistry& r) {
              "Guest irq_exit() and return from the interrupt."});
   r.declare({"cost.guest.context_switch", ParamType::Dist, "800ns", "time", {}, {}, {},
              "Guest __schedule() and context switch."});
+  r.declare({"guest.sched_latency_ns", ParamType::Int, "6000000", "ns", 100000, 1e9, {},
+             "Guest CFS sysctl_sched_latency, unscaled (v4.x default 6 ms), multiplied at boot "
+             "by 1 + ilog2(min(vm.vcpus, 8)); SCHED_NORMAL tasks sharing a vCPU (ebizzy threads) "
+             "get this period in slices."});
+  r.declare({"guest.sched_min_granularity_ns", ParamType::Int, "750000", "ns", 10000, 1e9, {},
+             "Guest CFS sysctl_sched_min_granularity, unscaled (0.75 ms): the shortest slice, "
+             "and the period grows as nr x this above latency / this tasks."});
+  r.declare({"guest.sched_wakeup_granularity_ns", ParamType::Int, "1000000", "ns", 0, 1e9, {},
+             "Guest CFS sysctl_sched_wakeup_granularity, unscaled (1 ms): a woken SCHED_NORMAL "
+             "task preempts a running one only when its vruntime lags by more than this."});
+  r.declare({"guest.sched_steal_accounting", ParamType::Bool, "true", "bool", {}, {}, {},
+             "The guest's rq->clock_task leaves out steal time (CONFIG_PARAVIRT_TIME_ACCOUNTING "
+             "with KVM steal time): a task's slice counts only time its vCPU ran."});
   r.declare({"guest.watchdog_s", ParamType::Int, "4", "s", 0, 3600, {},
              "Softlockup watchdog hrtimer period (watchdog_thresh 10 s -> 4 s); 0 = nowatchdog (RT guests)."});
   r.declare({"cost.guest.watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
