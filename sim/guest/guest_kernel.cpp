@@ -234,8 +234,8 @@ GuestTask* GuestKernel::pick_next(Tsc now) {
 std::uint64_t GuestKernel::clock_task_ns(Tsc now) const {
   const std::uint64_t ns = guest_ns(now);
   if (!cfg_.fair.steal_accounting) return ns;
-  const auto steal = static_cast<std::uint64_t>(
-      static_cast<u128>(vcpu_.stats().steal_cycles) * 1000000u / guest_tsc_khz_);
+  const auto steal = static_cast<std::uint64_t>(static_cast<u128>(vcpu_.stats().steal_cycles) *
+                                                1000000u / guest_tsc_khz_);
   return steal < ns ? ns - steal : 0;
 }
 
@@ -258,8 +258,8 @@ std::uint64_t GuestKernel::sched_slice_ns(unsigned nr) const {
   const std::uint64_t f = fair_factor();
   const std::uint64_t latency = cfg_.fair.latency_ns * f;
   const std::uint64_t min_gran = cfg_.fair.min_granularity_ns * f;
-  const std::uint64_t nr_latency = (cfg_.fair.latency_ns + cfg_.fair.min_granularity_ns - 1) /
-                                   cfg_.fair.min_granularity_ns;
+  const std::uint64_t nr_latency =
+      (cfg_.fair.latency_ns + cfg_.fair.min_granularity_ns - 1) / cfg_.fair.min_granularity_ns;
   if (nr == 0) nr = 1;
   const std::uint64_t period = nr > nr_latency ? nr * min_gran : latency;
   return period / nr;
@@ -385,9 +385,8 @@ GuestStep GuestKernel::step(Tsc now) {
   if (has_resume_) {
     has_resume_ = false;
     // (The haltpoll poll is such a spin too, with a time limit.)
-    if (!(recheck &&
-          (resume_.kind == GuestStep::Kind::Idle || resume_.pause_loop ||
-           resume_.stage == Stage::GuestHaltPoll)))
+    if (!(recheck && (resume_.kind == GuestStep::Kind::Idle || resume_.pause_loop ||
+                      resume_.stage == Stage::GuestHaltPoll)))
       return last_ = resume_;
   }
   if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s || cfg_.clocksource_watchdog_ms)) {

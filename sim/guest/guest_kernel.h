@@ -307,7 +307,7 @@ class GuestKernel : public GuestVcpu {
   void update_min_vruntime();
   void place_entity(GuestTask* t, bool initial);
   void set_next_entity(GuestTask* t, Tsc now);
-  void task_tick_fair(Tsc now);                    // scheduler_tick() -> check_preempt_tick()
+  void task_tick_fair(Tsc now);                        // scheduler_tick() -> check_preempt_tick()
   void check_preempt_curr(GuestTask* woken, Tsc now);  // a wake-up onto this CPU
   // A Normal current task is running kernel code: the switch waits for its
   // return to user mode.

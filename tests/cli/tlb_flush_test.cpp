@@ -323,7 +323,7 @@ TEST_CASE("native flush waits longer when its targets wait for a lock with IRQs 
   const auto without = run_metrics("irqoff-16-none", kT4 + n16 + "--set ebizzy.lock_sections=0");
   CHECK(m(with, "invariants.violations") == 0);
   INFO("flush wait with lock sections " << m(with, "tlb.wait_avg_us") << " us, without "
-                                         << m(without, "tlb.wait_avg_us") << " us");
+                                        << m(without, "tlb.wait_avg_us") << " us");
   CHECK(m(with, "tlb.wait_avg_us") > 1.15 * m(without, "tlb.wait_avg_us"));
 }
 
@@ -363,7 +363,8 @@ TEST_CASE("ebizzy: two threads per vCPU are time-sliced by the guest CFS, evenly
 // need_resched is set, and the waiter sleeps; the run now makes records
 // at the rate of 16 threads.
 TEST_CASE("ebizzy -m with more threads than vCPUs does not stall on mmap_sem", "[cli][tlb]") {
-  const std::string s = kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 --set ebizzy.alloc=mmap ";
+  const std::string s =
+      kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 --set ebizzy.alloc=mmap ";
   const auto two = run_metrics("ebizzy-m-2t", s);
   const auto one = run_metrics("ebizzy-m-1t", s + "--set ebizzy.threads=16");
   CHECK(m(two, "ebizzy.threads") == 32);
