@@ -247,8 +247,9 @@ unsigned GuestKernel::fair_factor() const {
 }
 
 unsigned GuestKernel::nr_fair() const {
-  unsigned n = current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal;
-  for (auto* t : runqueue_) n += t->policy == GuestTask::Policy::Normal;
+  const auto normal = [](const GuestTask* t) { return t->policy == GuestTask::Policy::Normal; };
+  unsigned n = (current_ != nullptr && !current_blocked_ && normal(current_)) ? 1 : 0;
+  for (auto* t : runqueue_) n += normal(t) ? 1 : 0;
   return n;
 }
 
