@@ -207,7 +207,7 @@ Tsc GuestKernel::guest_cycles_to_host(std::uint64_t guest_cycles) const {
 void GuestKernel::add_task(GuestTask* t) {
   t->cpu_ = this;
   t->on_rq_ = true;
-  if (t->policy == GuestTask::Policy::Normal) place_entity(t, true);
+  if (t->fair()) place_entity(t, true);
   runqueue_.push_back(t);
   need_resched_ = current_ == nullptr;
 }
@@ -216,14 +216,11 @@ void GuestKernel::add_task(GuestTask* t) {
 // CFS's leftmost entity (smallest vruntime; queue order breaks ties).
 GuestTask* GuestKernel::pick_next(Tsc now) {
   if (runqueue_.empty()) return nullptr;
-  auto it = std::find_if(runqueue_.begin(), runqueue_.end(),
-                         [](auto* t) { return t->policy == GuestTask::Policy::Fifo; });
-  if (it == runqueue_.end())
-    it = std::min_element(runqueue_.begin(), runqueue_.end(),
-                          [](auto* a, auto* b) { return a->vruntime_ < b->vruntime_; });
+  auto it = std::find_if(runqueue_.begin(), runqueue_.end(), [](auto* t) { return !t->fair(); });
+  if (it == runqueue_.end()) it = std::find(runqueue_.begin(), runqueue_.end(), leftmost_fair());
   GuestTask* t = *it;
   runqueue_.erase(it);
-  if (t->policy == GuestTask::Policy::Normal) set_next_entity(t, now);
+  if (t->fair()) set_next_entity(t, now);
   return t;
 }
 
@@ -247,10 +244,20 @@ unsigned GuestKernel::fair_factor() const {
 }
 
 unsigned GuestKernel::nr_fair() const {
-  const auto normal = [](const GuestTask* t) { return t->policy == GuestTask::Policy::Normal; };
-  unsigned n = (current_ != nullptr && !current_blocked_ && normal(current_)) ? 1 : 0;
-  for (auto* t : runqueue_) n += normal(t) ? 1 : 0;
+  unsigned n = curr_fair() != nullptr ? 1 : 0;
+  for (auto* t : runqueue_) n += t->fair() ? 1 : 0;
   return n;
+}
+
+GuestTask* GuestKernel::curr_fair() const {
+  return current_ != nullptr && !current_blocked_ && current_->fair() ? current_ : nullptr;
+}
+
+GuestTask* GuestKernel::leftmost_fair() const {
+  GuestTask* left = nullptr;
+  for (auto* t : runqueue_)
+    if (t->fair() && (left == nullptr || t->vruntime_ < left->vruntime_)) left = t;
+  return left;
 }
 
 // sched_slice() for a nice-0 entity: __sched_period(nr) / nr, the period
@@ -269,7 +276,7 @@ std::uint64_t GuestKernel::sched_slice_ns(unsigned nr) const {
 // update_curr(): the running Normal task's runtime since exec_start goes
 // into sum_exec_runtime and (nice 0) one-for-one into its vruntime.
 void GuestKernel::update_curr(Tsc now) {
-  if (!current_ || current_->policy != GuestTask::Policy::Normal) return;
+  if (!current_ || !current_->fair()) return;
   const std::uint64_t t = clock_task_ns(now);
   if (t <= current_->exec_start_) return;
   const std::uint64_t d = t - current_->exec_start_;
@@ -281,18 +288,12 @@ void GuestKernel::update_curr(Tsc now) {
 
 // update_min_vruntime(): monotonic, the smaller of curr's and the leftmost's.
 void GuestKernel::update_min_vruntime() {
-  bool any = false;
-  std::int64_t v = 0;
-  if (current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal) {
-    v = current_->vruntime_;
-    any = true;
-  }
-  for (auto* t : runqueue_)
-    if (t->policy == GuestTask::Policy::Normal && (!any || t->vruntime_ < v)) {
-      v = t->vruntime_;
-      any = true;
-    }
-  if (any && v > min_vruntime_) min_vruntime_ = v;
+  const GuestTask* curr = curr_fair();
+  const GuestTask* left = leftmost_fair();
+  if (curr == nullptr && left == nullptr) return;
+  std::int64_t v = curr != nullptr ? curr->vruntime_ : left->vruntime_;
+  if (left != nullptr) v = std::min(v, left->vruntime_);
+  min_vruntime_ = std::max(min_vruntime_, v);
 }
 
 // place_entity(): a new task starts a virtual slice after min_vruntime
@@ -317,7 +318,7 @@ void GuestKernel::set_next_entity(GuestTask* t, Tsc now) {
 // check_preempt_tick() (v4.16): resched when curr ran its ideal slice, or
 // (after min_granularity) when it is ahead of the leftmost by a slice.
 void GuestKernel::task_tick_fair(Tsc now) {
-  if (!current_ || current_blocked_ || current_->policy != GuestTask::Policy::Normal) return;
+  if (curr_fair() == nullptr) return;
   update_curr(now);
   const unsigned nr = nr_fair();
   if (nr < 2 || need_resched_) return;
@@ -325,10 +326,7 @@ void GuestKernel::task_tick_fair(Tsc now) {
   const std::uint64_t delta_exec = current_->sum_exec_ - current_->prev_sum_exec_;
   bool resched = delta_exec > ideal;
   if (!resched && delta_exec >= cfg_.fair.min_granularity_ns * fair_factor()) {
-    const GuestTask* left = nullptr;
-    for (auto* t : runqueue_)
-      if (t->policy == GuestTask::Policy::Normal && (!left || t->vruntime_ < left->vruntime_))
-        left = t;
+    const GuestTask* left = leftmost_fair();
     resched = left && current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
   }
   if (resched) {
@@ -342,21 +340,17 @@ void GuestKernel::task_tick_fair(Tsc now) {
 // curr's vruntime is ahead by more than the wakeup granularity
 // (wakeup_preempt_entity()); nothing preempts an RT curr.
 void GuestKernel::check_preempt_curr(GuestTask* woken, Tsc now) {
-  if (woken->policy == GuestTask::Policy::Fifo || current_ == nullptr || current_blocked_) {
+  if (!woken->fair() || current_ == nullptr || current_blocked_) {
     need_resched_ = true;
     return;
   }
-  if (current_->policy == GuestTask::Policy::Fifo || need_resched_) return;
+  if (!current_->fair() || need_resched_) return;
   update_curr(now);
   const auto gran = static_cast<std::int64_t>(cfg_.fair.wakeup_granularity_ns * fair_factor());
   if (current_->vruntime_ - woken->vruntime_ > gran) {
     need_resched_ = true;
     ++fair_stats_.wakeup_preemptions;
   }
-}
-
-bool GuestKernel::preemption_deferred() const {
-  return current_ && !current_blocked_ && current_->policy == GuestTask::Policy::Normal;
 }
 
 // Order: an interrupt handler in progress, then the step a VM exit cut short,
@@ -377,7 +371,7 @@ GuestStep GuestKernel::step(Tsc now) {
   // An interrupt that set need_resched for a Normal task cut a user-mode step:
   // the return to user mode schedules, and the rest of the step runs when
   // the task is picked again.
-  if (has_resume_ && need_resched_ && !irqs_off_ && preemption_deferred() &&
+  if (has_resume_ && need_resched_ && !irqs_off_ && curr_fair() != nullptr &&
       resume_.kind == GuestStep::Kind::Run && resume_.stage == Stage::GuestUser &&
       !resume_.pause_loop) {
     has_resume_ = false;
@@ -420,7 +414,7 @@ GuestStep GuestKernel::step(Tsc now) {
   // No schedule() inside a spin_lock_irqsave() section (preemption is off):
   // the reschedule waits for local_irq_restore().
   if (need_resched_ && !irqs_off_) {
-    if (preemption_deferred() && !current_->pending_) {
+    if (curr_fair() != nullptr && !current_->pending_) {
       // A Normal task in kernel code is not preempted (PREEMPT_NONE /
       // VOLUNTARY guest): it runs on, and the switch happens before its
       // next user-mode step (exit_to_usermode_loop()), or when it sleeps.
@@ -443,9 +437,7 @@ GuestStep GuestKernel::step(Tsc now) {
     if (current_ && current_blocked_) current_->on_rq_ = false;  // deactivate_task()
     GuestTask* next = pick_next(now);
     if (next != current_) {
-      if (current_ && next && current_->policy == GuestTask::Policy::Normal &&
-          next->policy == GuestTask::Policy::Normal)
-        ++fair_stats_.switches;
+      if (current_ && next && current_->fair() && next->fair()) ++fair_stats_.switches;
       current_ = next;
       current_blocked_ = false;
       return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
@@ -541,7 +533,7 @@ void GuestKernel::wake_up_local(GuestTask* t) {
 // CPU keeps its vruntime relative to min_vruntime (migrate_task_rq_fair()),
 // and a sleeper is placed with its credit.
 void GuestKernel::enqueue_woken(GuestTask* t) {
-  if (t->policy == GuestTask::Policy::Normal) {
+  if (t->fair()) {
     if (t->cpu_ && t->cpu_ != this) t->vruntime_ += min_vruntime_ - t->cpu_->min_vruntime_;
     place_entity(t, false);
   }

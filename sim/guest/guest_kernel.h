@@ -158,6 +158,7 @@ class GuestTask {
   // way back to user mode or when it sleeps.
   enum class Policy : std::uint8_t { Fifo, Normal };
   Policy policy = Policy::Fifo;
+  [[nodiscard]] bool fair() const { return policy == Policy::Normal; }
 
  private:
   friend class GuestKernel;
@@ -262,6 +263,12 @@ class GuestKernel : public GuestVcpu {
     std::uint64_t tick_preemptions = 0;    // check_preempt_tick() -> resched_curr()
     std::uint64_t wakeup_preemptions = 0;  // check_preempt_wakeup() -> resched_curr()
     std::uint64_t switches = 0;            // context switches between two Normal tasks
+    FairStats& operator+=(const FairStats& o) {
+      tick_preemptions += o.tick_preemptions;
+      wakeup_preemptions += o.wakeup_preemptions;
+      switches += o.switches;
+      return *this;
+    }
   };
   [[nodiscard]] const FairStats& fair_stats() const { return fair_stats_; }
   // Another CPU wrote memory this one may spin on (a csd_unlock(), the
@@ -302,6 +309,10 @@ class GuestKernel : public GuestVcpu {
   [[nodiscard]] std::uint64_t clock_task_ns(Tsc now) const;  // rq->clock_task
   [[nodiscard]] unsigned fair_factor() const;                // 1 + ilog2(min(ncpus, 8))
   [[nodiscard]] unsigned nr_fair() const;                    // cfs_rq->nr_running
+  // cfs_rq->curr: the running Normal task, or nullptr.
+  [[nodiscard]] GuestTask* curr_fair() const;
+  // __pick_first_entity(): the queued Normal task with the smallest vruntime.
+  [[nodiscard]] GuestTask* leftmost_fair() const;
   [[nodiscard]] std::uint64_t sched_slice_ns(unsigned nr_running) const;
   void update_curr(Tsc now);
   void update_min_vruntime();
@@ -309,9 +320,6 @@ class GuestKernel : public GuestVcpu {
   void set_next_entity(GuestTask* t, Tsc now);
   void task_tick_fair(Tsc now);                        // scheduler_tick() -> check_preempt_tick()
   void check_preempt_curr(GuestTask* woken, Tsc now);  // a wake-up onto this CPU
-  // A Normal current task is running kernel code: the switch waits for its
-  // return to user mode.
-  [[nodiscard]] bool preemption_deferred() const;
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
   void haltpoll_poll_done(Tsc now, bool hit);

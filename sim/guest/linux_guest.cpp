@@ -122,11 +122,7 @@ void report_guest_smp(const std::vector<std::unique_ptr<GuestKernel>>& guests, M
   GuestSmp::report_stats(sum, m);
   // The guest CFS's preemptions of SCHED_NORMAL tasks (only where some ran).
   GuestKernel::FairStats f;
-  for (const auto& g : guests) {
-    f.tick_preemptions += g->fair_stats().tick_preemptions;
-    f.wakeup_preemptions += g->fair_stats().wakeup_preemptions;
-    f.switches += g->fair_stats().switches;
-  }
+  for (const auto& g : guests) f += g->fair_stats();
   if (f.tick_preemptions + f.wakeup_preemptions + f.switches > 0) {
     m["guest.sched.tick_preemptions"] = static_cast<double>(f.tick_preemptions);
     m["guest.sched.wakeup_preemptions"] = static_cast<double>(f.wakeup_preemptions);

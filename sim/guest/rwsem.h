@@ -47,8 +47,8 @@ struct RwsemStats {
   std::uint64_t spin_acquires = 0;  // ... and got the lock while spinning
   std::uint64_t read_sleeps = 0, write_sleeps = 0;  // queued and slept
   // Why a writer slept instead of (or after) spinning.
-  std::uint64_t sleeps_owner_preempted =
-      0;  // owner not spinnable: vCPU preempted, owner off its CPU, or need_resched
+  // The owner was not spinnable: its vCPU preempted, it off its CPU, or need_resched here.
+  std::uint64_t sleeps_owner_preempted = 0;
   std::uint64_t sleeps_reader_owned = 0;  // readers hold it (not spinnable)
   std::uint64_t wakeups = 0;              // waiters woken by rwsem_wake()
   Tsc wait_cycles = 0;                    // contended acquisition: first try -> held
