@@ -19,10 +19,18 @@ SpinlockStats& SpinlockStats::operator+=(const SpinlockStats& o) {
   wait_cycles += o.wait_cycles;
   wait_off_cpu_cycles += o.wait_off_cpu_cycles;
   hold_cycles += o.hold_cycles;
+  handoffs += o.handoffs;
+  handoff_cycles += o.handoff_cycles;
+  handoff_off_cpu_cycles += o.handoff_off_cpu_cycles;
+  free_halted_head_cycles += o.free_halted_head_cycles;
   return *this;
 }
 
 void GuestSpinlock::take(GuestKernel& k, const GuestTask* t, const Waiter* w, Tsc now) {
+  if (free_halted_head_) {
+    stats_.free_halted_head_cycles += now - released_at_;
+    free_halted_head_ = false;
+  }
   owner_ = t;
   owner_cpu_ = &k;
   if (w) {
@@ -111,6 +119,8 @@ GuestStep GuestSpinlock::spin_step(Waiter& w, GuestKernel& k, Tsc now) {
 
 std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t, Tsc now) {
   if (owner_ == t && !owner_running_) {  // handed over at unlock: this CPU sees it now
+    stats_.handoff_cycles += now - released_at_;
+    stats_.handoff_off_cpu_cycles += k.vcpu().se().run_delay_at(now) - released_delay0_;
     take(k, t, &waiting_, now);
     if (cfg_.pv) new_head(now);
     return std::nullopt;
@@ -195,6 +205,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   owner_ = nullptr;
   owner_cpu_ = nullptr;
   owner_running_ = false;
+  released_at_ = now;
   if (!cfg_.pv && cfg_.virt_tas) {
     wake_stealers();  // the spinners see the free word; the first to look takes it
     return -1;
@@ -207,6 +218,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
     // unlock before the head runs is a plain one); whoever runs first may
     // take the lock.
     wake_stealers();  // the word is free
+    free_halted_head_ = true;
     if (head.kicked) return -1;
     head.kicked = true;
     ++stats_.pv_kick;
@@ -214,6 +226,8 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
   }
   waiting_ = head;
   queue_.pop_front();
+  ++stats_.handoffs;
+  released_delay0_ = waiting_.cpu->vcpu().se().run_delay_at(now);
   owner_ = waiting_.task;
   owner_cpu_ = waiting_.cpu;
   waiting_.cpu->remote_store();
@@ -235,6 +249,10 @@ void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Me
   m[prefix + "wait_s"] = clk.to_s(static_cast<double>(s.wait_cycles));
   m[prefix + "wait_off_cpu_s"] = clk.to_s(static_cast<double>(s.wait_off_cpu_cycles));
   m[prefix + "hold_s"] = clk.to_s(static_cast<double>(s.hold_cycles));
+  m[prefix + "handoffs"] = d(s.handoffs);
+  m[prefix + "handoff_s"] = clk.to_s(static_cast<double>(s.handoff_cycles));
+  m[prefix + "handoff_off_cpu_s"] = clk.to_s(static_cast<double>(s.handoff_off_cpu_cycles));
+  m[prefix + "free_halted_head_s"] = clk.to_s(static_cast<double>(s.free_halted_head_cycles));
 }
 
 }  // namespace kvmsim

@@ -75,6 +75,12 @@ struct SpinlockStats {
   Tsc wait_cycles = 0;               // contended acquisitions: first try -> held
   Tsc wait_off_cpu_cycles = 0;       // of which the waiter's own vCPU thread was off its pCPU
   Tsc hold_cycles = 0;               // acquired -> released
+  // Where a free lock's time goes (the lock is per guest, so these add up
+  // to at most the run's length per lock):
+  std::uint64_t handoffs = 0;  // unlocks that handed the lock to a spinning queue head
+  Tsc handoff_cycles = 0;      // ... until the head's CPU saw it (its vCPU off its pCPU: longer)
+  Tsc handoff_off_cpu_cycles = 0;   // ... of which the head's vCPU thread was off its pCPU
+  Tsc free_halted_head_cycles = 0;  // PV: free, the queue head halted or kicked (open to steals)
   SpinlockStats& operator+=(const SpinlockStats& o);
 };
 
@@ -133,6 +139,9 @@ class GuestSpinlock {
   GuestKernel* owner_cpu_ = nullptr;
   bool owner_running_ = false;  // the owner took it (it was handed over while it queued)
   Tsc held_since_ = 0;
+  Tsc released_at_ = 0;            // the last unlock
+  Tsc released_delay0_ = 0;        // the handed-over head's run delay at that unlock
+  bool free_halted_head_ = false;  // since released_at_: free with a halted head
   Tsc owner_run_delay0_ = 0;
   std::deque<Waiter> queue_;
   // CPUs spinning outside the MCS queue: in virt_spin_lock()'s test-and-set
