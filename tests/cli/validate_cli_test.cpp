@@ -97,6 +97,20 @@ TEST_CASE("validate --quick --markdown: a Markdown table", "[validate]") {
   CHECK(r.exit_code == (all_yes ? 0 : 1));
 }
 
+TEST_CASE("validate --experiment: only the named experiments run; an unknown id is an error",
+          "[validate]") {
+  const auto r = run_cli("validate --quick --experiment T4");
+  const auto rows = table_rows(r.output, false);
+  REQUIRE(rows.size() == 11);  // T4: 8 values and 3 boosts
+  for (const auto& row : rows) CHECK(is_t4(row, false));
+  CHECK(r.output.find("only T4") != std::string::npos);
+  CHECK(r.output.find("(8 runs,") != std::string::npos);
+  const auto bad = run_cli("validate --quick --experiment T9");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--experiment T9: no such experiment (one of T1, T2, T3, T4") !=
+        std::string::npos);
+}
+
 TEST_CASE("validate: a missing scenarios directory is an input error", "[validate]") {
   const auto r = run_cli("validate --quick --scenarios no/such/dir");
   CHECK(r.exit_code == 2);

@@ -227,6 +227,32 @@ std::string legend_line(const Experiment& e, const std::string& scenario,
   return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs + "\n";
 }
 
+// --experiment: the experiments asked for (all when none is named).
+bool wanted(const ValidateOptions& o, const Experiment& e) {
+  return o.only.empty() || std::find(o.only.begin(), o.only.end(), e.id) != o.only.end();
+}
+
+// Every --experiment names an experiment of validation_targets(); an
+// unknown one is an error, not an empty table.
+std::string experiment_ids() {
+  std::string ids;
+  for (const Experiment& e : validate::validation_targets())
+    ids += (ids.empty() ? "" : ", ") + e.id;
+  return ids;
+}
+
+bool check_experiment_ids(const ValidateOptions& o) {
+  for (const std::string& id : o.only) {
+    const auto& all = validate::validation_targets();
+    if (std::none_of(all.begin(), all.end(), [&](const Experiment& e) { return e.id == id; })) {
+      std::cerr << "kvmsim: error: --experiment " << id << ": no such experiment (one of "
+                << experiment_ids() << ")\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 int run_validate(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path dir = o.scenarios;
@@ -238,6 +264,7 @@ int run_validate(const ValidateOptions& o) {
   std::vector<const Experiment*> experiments;
   std::vector<std::string> skipped;
   for (const Experiment& e : validate::validation_targets()) {
+    if (!wanted(o, e)) continue;
     if (fs::is_regular_file(dir / e.scenario))
       experiments.push_back(&e);
     else
@@ -290,7 +317,12 @@ int run_validate(const ValidateOptions& o) {
 
   std::string text = "kvmsim validate: ";
   text += o.quick ? "quick (shortened) runs" : "full runs (the scenarios as published)";
-  text += ", default seeds\n\n";
+  text += ", default seeds";
+  if (!o.only.empty()) {
+    text += "; only";
+    for (const std::string& id : o.only) text += " " + id;
+  }
+  text += "\n\n";
   for (const Experiment* e : experiments)
     text += legend_line(*e, (dir / e->scenario).string(), o.quick ? e->quick_sets : e->full_sets,
                         o.markdown);
@@ -361,11 +393,8 @@ int run_sensitivity(const ValidateOptions& o) {
     return 2;
   }
   std::vector<const Experiment*> experiments;
-  for (const Experiment& e : validate::validation_targets()) {
-    const bool wanted =
-        o.only.empty() || std::find(o.only.begin(), o.only.end(), e.id) != o.only.end();
-    if (wanted && fs::is_regular_file(dir / e.scenario)) experiments.push_back(&e);
-  }
+  for (const Experiment& e : validate::validation_targets())
+    if (wanted(o, e) && fs::is_regular_file(dir / e.scenario)) experiments.push_back(&e);
   if (experiments.empty()) {
     std::cerr << "kvmsim: error: no experiment to perturb (see --experiment)\n";
     return 2;
@@ -494,16 +523,13 @@ Command add_validate_command(CLI::App& app) {
   sub->add_flag("--sensitivity", opts->sensitivity,
                 "Scale each cost parameter the scenario files set by -10% and +10% and show "
                 "which published figures move (elasticity per figure)");
-  sub->add_option("--experiment", opts->only, "Only these experiments (T1, T2, T3, T6, TL2, TL3)")
+  sub->add_option("--experiment", opts->only, "Only these experiments (" + experiment_ids() + ")")
       ->type_name("ID");
   sub->add_option("--step", opts->step, "Relative perturbation for --sensitivity (default 0.1)")
       ->check(CLI::Range(0.001, 0.5));
   sub->footer(kValidateFooter);
   return {sub, [opts] {
-            if (!opts->sensitivity && !opts->only.empty()) {
-              std::cerr << "kvmsim: error: --experiment goes with --sensitivity\n";
-              return 2;
-            }
+            if (!check_experiment_ids(*opts)) return 2;
             return opts->sensitivity ? run_sensitivity(*opts) : run_validate(*opts);
           }};
 }
