@@ -45,7 +45,9 @@ class PingPongTask : public GuestTask {
         hop_(std::move(hop)),
         rounds_(rounds),
         stats_(stats),
-        on_done_(std::move(on_done)) {}
+        on_done_(std::move(on_done)) {
+    policy = Policy::Normal;  // netperf's TCP_RR ends are SCHED_NORMAL processes
+  }
   void set_peer(PingPongTask* p) { peer_ = p; }
 
   GuestStep run(GuestKernel& k, Tsc now) override {

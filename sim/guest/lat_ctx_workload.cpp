@@ -60,7 +60,9 @@ class LatCtx;
 class LatCtxTask : public GuestTask {
  public:
   LatCtxTask(LatCtx& w, std::size_t point, unsigned index, unsigned kb)
-      : GuestTask(fmt::format("lat_ctx-{}", index)), w_(w), point_(point), index_(index), kb_(kb) {}
+      : GuestTask(fmt::format("lat_ctx-{}", index)), w_(w), point_(point), index_(index), kb_(kb) {
+    policy = Policy::Normal;  // lmbench's forked processes: SCHED_NORMAL, under the guest's CFS
+  }
   void set_next(GuestTask* n) { next_ = n; }
   GuestStep run(GuestKernel& k, Tsc now) override;
 
