@@ -87,8 +87,10 @@ void declare_ebizzy_params(ParamRegistry& r) {
              "...), so the work per record is unchanged; 0 = none."});
   r.declare({"cost.ebizzy.lock_hold", ParamType::Dist, "1.2us", "time", {}, {}, {},
              "One ebizzy.lock_sections section, lru_lock held: list moves and LRU statistics "
-             "for 15-32 pages at ~40-80 ns each (estimate, not measured; T4's PV rows are "
-             "sensitive to it, see README)."});
+             "for 15-32 pages at ~40-80 ns each (estimate for a one-socket host, not measured; "
+             "T4's native rows move with it, its PV rows do not). A platform file may fit it: "
+             "skylake-sp-gold-6148.yaml sets 3.25 us from a lock-bound 1-VM rate (README "
+             "\"PV qspinlock\")."});
 }
 // clang-format on
 
