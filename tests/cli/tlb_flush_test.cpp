@@ -309,13 +309,15 @@ TEST_CASE("PV qspinlock: waiters halt early in a cascade, heads rarely, kicks wa
   // Newcomers take the free lock while the head is halted or not yet back.
   CHECK(m(r, "ebizzy.lock.steals") > m(r, "ebizzy.lock.pv_kick"));
   // Where the free lock's time goes: with a halted (kicked, not yet
-  // running) head it lies open to steals for a sizeable share of the run;
-  // hand-overs to a spinning head rarely wait for its vCPU. The lock is
-  // held well under half the time: it is not what limits this run.
+  // running) head it lies open to steals for a sizeable share of the run.
+  // Hand-overs to a spinning head are short in all, and what time they
+  // take is mostly the head's vCPU off its pCPU (lock-waiter preemption).
+  // The lock is held well under half the time: it does not limit this run.
   const double run_s = m(r, "sim.simulated_s");
   CHECK(m(r, "ebizzy.lock.free_halted_head_s") > 0.1 * run_s);
-  CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") <= m(r, "ebizzy.lock.handoff_s"));
   CHECK(m(r, "ebizzy.lock.handoff_s") < 0.1 * run_s);
+  CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") <= m(r, "ebizzy.lock.handoff_s"));
+  CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") > 0.5 * m(r, "ebizzy.lock.handoff_s"));
   CHECK(m(r, "ebizzy.lock.hold_s") < 0.5 * run_s);
   // Native qspinlock (nopvspin): no halts, no kicks.
   const auto n = run_metrics("pvq-16-native", kT4 +

@@ -1,5 +1,6 @@
-// `kvmsim validate`: the accuracy table on quick runs ([validate], runs
-// sixteen simulations) and the pure check evaluation behind it ([validate-unit]).
+// `kvmsim validate`: the accuracy table on quick runs ([validate]; every
+// experiment's runs, and --experiment filtering) and the pure check
+// evaluation behind it ([validate-unit]).
 #include <cctype>
 #include <cmath>
 #include <sstream>

@@ -271,7 +271,8 @@ int run_validate(const ValidateOptions& o) {
       skipped.push_back(e.id + " (" + (dir / e.scenario).string() + " not found)");
   }
   if (experiments.empty()) {
-    std::cerr << "kvmsim: error: no scenario of any experiment in '" << o.scenarios << "'\n";
+    std::cerr << "kvmsim: error: no scenario of " << (o.only.empty() ? "any" : "the named")
+              << " experiment" << (o.only.empty() ? "" : "s") << " in '" << o.scenarios << "'\n";
     return 2;
   }
 
@@ -320,7 +321,7 @@ int run_validate(const ValidateOptions& o) {
   text += ", default seeds";
   if (!o.only.empty()) {
     text += "; only";
-    for (const std::string& id : o.only) text += " " + id;
+    for (const Experiment* e : experiments) text += " " + e->id;
   }
   text += "\n\n";
   for (const Experiment* e : experiments)
