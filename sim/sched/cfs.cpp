@@ -304,13 +304,15 @@ Tsc CfsRq::slice_left(Tsc now) const {
 }
 
 // check_preempt_wakeup(): an idle queue is always preempted
-// (check_preempt_curr_idle); otherwise wakeup_preempt_entity() decides. A
-// preempting wakee becomes the next buddy; the preempted curr becomes the
-// last buddy when the queue has at least sched_nr_latency entities
+// (check_preempt_curr_idle); with sched_feat(WAKEUP_PREEMPTION) off a
+// wake-up never preempts (the tick does); otherwise
+// wakeup_preempt_entity() decides. A preempting wakee becomes the next
+// buddy; the preempted curr becomes the last buddy when the queue has at
+// least sched_nr_latency entities
 // (LAST_BUDDY and `scale`, v4.16 kernel/sched/fair.c).
 bool CfsRq::check_preempt_wakeup(const SchedEntity& woken, Tsc now) {
   if (curr_ == nullptr || !curr_->on_rq) return true;
-  if (curr_ == &woken) return false;
+  if (curr_ == &woken || !t_->wakeup_preemption) return false;
   const bool scale = nr_running_ >= t_->nr_latency;
   update_curr(now);
   if (wakeup_preempt_entity(*curr_, woken) != 1) return false;

@@ -41,6 +41,8 @@ struct CfsTunables {
   unsigned nr_latency = 8;     // sched_nr_latency = ceil(latency / min_granularity)
   Tsc ms = 0;                  // one millisecond (load-balance intervals are in ms)
   bool load_balance = false;   // periodic load balancing at the tick (host.sched_load_balance)
+  // sched_feat(WAKEUP_PREEMPTION) (host.sched_feat_wakeup_preemption)
+  bool wakeup_preemption = true;
 
   // From the normalized (unscaled) ns values, as sched_init_granularity() does at boot.
   static CfsTunables from_ns(const TscClock& clock, std::uint64_t latency_ns,

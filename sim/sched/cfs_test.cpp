@@ -254,6 +254,25 @@ TEST_CASE("cfs: wake-up preemption happens iff the vruntime lead exceeds wakeup_
   CHECK(idle.check_preempt_wakeup(c, 0));
 }
 
+TEST_CASE(
+    "cfs: NO_WAKEUP_PREEMPTION: a wake-up never preempts a running entity, an idle "
+    "queue still is",
+    "[cfs]") {
+  auto t = unscaled();
+  t.wakeup_preemption = false;
+  const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
+  CfsRq rq(&t);
+  SchedEntity a(0), b(1);
+  wake_with_vruntime(rq, a, 10 * gran, 0);
+  REQUIRE(schedule(rq, 0) == &a);
+  wake_with_vruntime(rq, b, 0, 0);  // a lead of 10 wakeup_gran
+  CHECK_FALSE(rq.check_preempt_wakeup(b, 0));
+  CfsRq idle(&t);
+  SchedEntity c(2);
+  wake_with_vruntime(idle, c, 0, 0);
+  CHECK(idle.check_preempt_wakeup(c, 0));
+}
+
 TEST_CASE("cfs: a sleeper's credit is at most half of sched_latency", "[cfs]") {
   const auto t = unscaled();
   CfsRq rq(&t);

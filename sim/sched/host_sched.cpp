@@ -45,6 +45,7 @@ CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& cloc
       ns("host.sched_wakeup_granularity_ns"), ns("host.sched_migration_cost_ns"),
       parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
   t.load_balance = p.b("host.sched_load_balance");
+  t.wakeup_preemption = p.b("host.sched_feat_wakeup_preemption");
   return t;
 }
 

@@ -178,6 +178,17 @@ void declare_sched_params(ParamRegistry& r) {
              "this (scaled by its weight), before scaling; "
              "/proc/sys/kernel/sched_wakeup_granularity_ns (debugfs sched/wakeup_granularity_ns "
              "on v5.13+). CFS of v4.x-v5.x only."});
+  r.declare({"host.sched_feat_wakeup_preemption",
+             ParamType::Bool,
+             "true",
+             "bool",
+             {},
+             {},
+             {},
+             "sched_features WAKEUP_PREEMPTION (debugfs sched_features, NO_WAKEUP_PREEMPTION "
+             "to clear): false = a woken task never preempts a running one "
+             "(check_preempt_wakeup() returns early; an idle pCPU is still preempted), the "
+             "tick does. A probe for experiments; the kernel's default is on."});
   r.declare({"host.sched_tunable_scaling",
              ParamType::String,
              "log",
