@@ -10,17 +10,26 @@ using namespace kvmsim::test;
 
 namespace {
 double num(const nlohmann::json& m, const char* k) { return m.at(k).get<double>(); }
+
+// halt_poll_idle.yaml (`base` plus its overrides) under study (a)'s three
+// host policies: no-poll, always-poll (the v4.0 rule) and the scenario's
+// own dynamic v4.3 rule.
+struct IdlePolicies {
+  nlohmann::json none, fixed, dyn;
+};
+IdlePolicies idle_policies(const std::string& tag, const std::string& base) {
+  return {run_metrics(tag + "-none", base + " --set kvm.halt_poll_ns=0"),
+          run_metrics(tag + "-fixed", base + " --set kvm.halt_poll_rule=v4.0"),
+          run_metrics(tag + "-dyn", base)};
+}
 }  // namespace
 
 TEST_CASE(
     "T5b idle guest, nohz=off HZ=250: no-poll < dynamic < always-poll, and always-poll "
     "burns ~500 us of every 4 ms tick",
     "[cli][halt][t5b]") {
-  const std::string base =
-      "scenarios/halt_poll_idle.yaml --set guest.nohz=false --set sim.max_simulated_s=4";
-  const auto none = run_metrics("idle-none", base + " --set kvm.halt_poll_ns=0");
-  const auto fixed = run_metrics("idle-fixed", base + " --set kvm.halt_poll_rule=v4.0");
-  const auto dyn = run_metrics("idle-dyn", base);
+  const auto [none, fixed, dyn] = idle_policies(
+      "idle", "scenarios/halt_poll_idle.yaml --set guest.nohz=false --set sim.max_simulated_s=4");
   const double b0 = num(none, "host.cpu.2.busy_frac"), b1 = num(fixed, "host.cpu.2.busy_frac"),
                b2 = num(dyn, "host.cpu.2.busy_frac");
   CHECK(b0 < b2);
@@ -44,9 +53,9 @@ TEST_CASE(
   CHECK(num(m, "guest.idle.hlt") >= 134);
   CHECK(num(m, "guest.idle.hlt") <= 140);
   CHECK(num(m, "host.cpu.2.busy_frac") < 1e-4);
-  const auto no_cs = run_metrics(
-      "idle-nohz-nocs",
-      "scenarios/halt_poll_idle.yaml --set kvm.halt_poll_ns=0 --set guest.clocksource_watchdog_ms=0");
+  const auto no_cs = run_metrics("idle-nohz-nocs",
+                                 "scenarios/halt_poll_idle.yaml --set kvm.halt_poll_ns=0 --set "
+                                 "guest.clocksource_watchdog_ms=0");
   CHECK(num(no_cs, "guest.idle.hlt") < 20);  // the softlockup watchdog alone
 }
 
@@ -54,10 +63,8 @@ TEST_CASE(
     "T5b nohz idle guest: no-poll = dynamic < always-poll, the difference is the full 500 us "
     "window of every halt",
     "[cli][halt][t5b]") {
-  const std::string base = "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=20";
-  const auto none = run_metrics("nohz-none", base + " --set kvm.halt_poll_ns=0");
-  const auto fixed = run_metrics("nohz-fixed", base + " --set kvm.halt_poll_rule=v4.0");
-  const auto dyn = run_metrics("nohz-dyn", base);
+  const auto [none, fixed, dyn] =
+      idle_policies("nohz", "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=20");
   const double c0 = num(none, "host.cpu.2.c0_frac"), c1 = num(fixed, "host.cpu.2.c0_frac"),
                c2 = num(dyn, "host.cpu.2.c0_frac");
   // Every nohz halt lasts ~0.5 s or more (the watchdogs), far past the
@@ -77,8 +84,8 @@ TEST_CASE(
   const auto none = run_metrics("rr-none", base);
   const auto fixed = run_metrics(
       "rr-fixed", base + " --set kvm.halt_poll_ns=200000 --set kvm.halt_poll_rule=v4.0");
-  const auto dyn = run_metrics(
-      "rr-dyn", base + " --set kvm.halt_poll_ns=200000 --set kvm.halt_poll_rule=v4.3");
+  const auto dyn =
+      run_metrics("rr-dyn", base + " --set kvm.halt_poll_ns=200000 --set kvm.halt_poll_rule=v4.3");
   const double r0 = num(none, "ipi_pingpong.avg_us"), r1 = num(fixed, "ipi_pingpong.avg_us"),
                r2 = num(dyn, "ipi_pingpong.avg_us");
   // Two halts per round trip, each ~3.5 us cheaper when polled (study (a):

@@ -242,8 +242,8 @@ std::string experiment_ids() {
 }
 
 bool check_experiment_ids(const ValidateOptions& o) {
+  const auto& all = validate::validation_targets();
   for (const std::string& id : o.only) {
-    const auto& all = validate::validation_targets();
     if (std::none_of(all.begin(), all.end(), [&](const Experiment& e) { return e.id == id; })) {
       std::cerr << "kvmsim: error: --experiment " << id << ": no such experiment (one of "
                 << experiment_ids() << ")\n";
