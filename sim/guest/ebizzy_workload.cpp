@@ -322,7 +322,7 @@ class EbizzyWorkload : public Workload {
       // read_options(): threads = 2 * sysconf(_SC_NPROCESSORS_ONLN).
       const int n = threads_ ? threads_ : 2 * vcpus;
       GuestSmp& smp = *guests_.at(g)->smp();
-      mms_.push_back(std::make_unique<GuestMm>(smp, tc, pv_));
+      mms_.push_back(std::make_unique<GuestMm>(smp, tc, pv_, clk));
       sems_.push_back(std::make_unique<GuestRwsem>(
           S("cost.guest.rwsem_slowpath"),
           clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns")))));

@@ -21,14 +21,22 @@ TlbFlushStats& TlbFlushStats::operator+=(const TlbFlushStats& o) {
   wait_cycles_not_running += o.wait_cycles_not_running;
   wait_off_cpu_cycles += o.wait_off_cpu_cycles;
   wait_max_cycles = std::max(wait_max_cycles, o.wait_max_cycles);
+  for (std::size_t b = 0; b < kWaitBands; ++b) {
+    band_flushes[b] += o.band_flushes[b];
+    band_cycles[b] += o.band_cycles[b];
+    band_on_cpu_cycles[b] += o.band_on_cpu_cycles[b];
+  }
   return *this;
 }
 
-GuestMm::GuestMm(GuestSmp& smp, TlbFlushCosts costs, bool pv)
+GuestMm::GuestMm(GuestSmp& smp, TlbFlushCosts costs, bool pv, const TscClock& clk)
     : smp_(smp),
       costs_(std::move(costs)),
       pv_(pv),
-      cpus_(static_cast<std::size_t>(smp.nr_cpus())) {}
+      cpus_(static_cast<std::size_t>(smp.nr_cpus())) {
+  for (std::size_t b = 0; b < band_edges_.size(); ++b)
+    band_edges_[b] = clk.ns_to_cycles(TlbFlushStats::kWaitBandEdgesNs[b]);
+}
 
 void GuestMm::add_cpu(int cpu) { cpus_.at(static_cast<std::size_t>(cpu)).in_mask = true; }
 
@@ -113,7 +121,9 @@ class GuestMm::FlushOthers : public KernelWork {
              done = std::move(done_)](GuestKernel& self, Tsc at) {
               const Tsc w = at - t0;
               mm->stats_.wait_cycles += w;
-              mm->stats_.wait_off_cpu_cycles += self.vcpu().se().run_delay_at(at) - rd0;
+              const Tsc off = self.vcpu().se().run_delay_at(at) - rd0;
+              mm->stats_.wait_off_cpu_cycles += off;
+              mm->count_wait(w, off);
               mm->stats_.wait_max_cycles = std::max(mm->stats_.wait_max_cycles, w);
               if (not_running) {
                 ++mm->stats_.flushes_waiting_on_not_running;
@@ -159,6 +169,14 @@ void GuestMm::flush_tlb_mm_range(GuestKernel& k, std::function<void(GuestKernel&
   k.queue_work(std::make_unique<FlushOthers>(*this, std::move(done)));
 }
 
+void GuestMm::count_wait(Tsc w, Tsc off_cpu) {
+  std::size_t b = 0;
+  while (b < band_edges_.size() && w >= band_edges_[b]) ++b;
+  ++stats_.band_flushes[b];
+  stats_.band_cycles[b] += w;
+  stats_.band_on_cpu_cycles[b] += w - std::min(w, off_cpu);
+}
+
 void GuestMm::check_before_user(GuestKernel& k) {
   CpuTlb& c = cpus_[static_cast<std::size_t>(k.cpu())];
   if (c.flushed_gen >= c.requested_gen) return;
@@ -188,6 +206,14 @@ void GuestMm::report_stats(const TlbFlushStats& s, const TscClock& clk, Metrics&
   m[prefix + "wait_avg_us"] =
       s.flushes ? clk.to_ns(static_cast<double>(s.wait_cycles)) / 1000 / d(s.flushes) : 0;
   m[prefix + "wait_max_us"] = clk.to_ns(static_cast<double>(s.wait_max_cycles)) / 1000;
+  static constexpr std::array<const char*, TlbFlushStats::kWaitBands> kBand = {
+      "lt10us", "lt100us", "lt1ms", "lt10ms", "ge10ms"};
+  for (std::size_t b = 0; b < TlbFlushStats::kWaitBands; ++b) {
+    const std::string k = prefix + "wait_band." + kBand[b] + ".";
+    m[k + "flushes"] = d(s.band_flushes[b]);
+    m[k + "s"] = clk.to_s(static_cast<double>(s.band_cycles[b]));
+    m[k + "on_cpu_s"] = clk.to_s(static_cast<double>(s.band_on_cpu_cycles[b]));
+  }
 }
 
 }  // namespace kvmsim

@@ -18,6 +18,7 @@
 // host on its behalf.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -51,13 +52,24 @@ struct TlbFlushStats {
   Tsc wait_cycles_not_running = 0;  // ... of the flushes with a target not running
   Tsc wait_off_cpu_cycles = 0;      // ... the initiator's vCPU thread was off its pCPU (run delay)
   Tsc wait_max_cycles = 0;
+  // The waits by length (decades: < 10 us, < 100 us, < 1 ms, < 10 ms, the
+  // rest): how many, their time, and the part of it the initiator spent on
+  // its pCPU (spinning in csd_lock_wait(), the IPI sends, PAUSE exits).
+  // With PV flush most waits are short and a few long ones carry the time.
+  static constexpr std::size_t kWaitBands = 5;
+  static constexpr std::array<std::uint64_t, kWaitBands - 1> kWaitBandEdgesNs = {
+      10'000, 100'000, 1'000'000, 10'000'000};
+  std::array<std::uint64_t, kWaitBands> band_flushes{};
+  std::array<Tsc, kWaitBands> band_cycles{};
+  std::array<Tsc, kWaitBands> band_on_cpu_cycles{};
   TlbFlushStats& operator+=(const TlbFlushStats& o);
 };
 
 class GuestMm {
  public:
   // `pv`: the guest uses kvm_flush_tlb_others() (guest.pv_tlb_flush).
-  GuestMm(GuestSmp& smp, TlbFlushCosts costs, bool pv);
+  // `clk`: the host TSC, for the wait bands' edges.
+  GuestMm(GuestSmp& smp, TlbFlushCosts costs, bool pv, const TscClock& clk);
 
   // switch_mm_irqs_off(): a task of this mm runs on `cpu`
   // (cpumask_set_cpu(cpu, mm_cpumask(mm))). The era's lazy-TLB CPUs stay in
@@ -94,6 +106,9 @@ class GuestMm {
   std::uint64_t tlb_gen_ = 0;  // mm->context.tlb_gen
   std::vector<CpuTlb> cpus_;
   TlbFlushStats stats_;
+  std::array<Tsc, TlbFlushStats::kWaitBands - 1> band_edges_{};  // kWaitBandEdgesNs in cycles
+  // A finished wait of `w` cycles, `off_cpu` of them off the initiator's pCPU.
+  void count_wait(Tsc w, Tsc off_cpu);
 };
 
 }  // namespace kvmsim
