@@ -382,6 +382,14 @@ class EbizzyWorkload : public Workload {
     if (sections_ > 0) GuestSpinlock::report_stats(lock_all, clk, m, "ebizzy.lock.");
     // The initiators' time in csd_lock_wait() for flush acknowledgements.
     m["ebizzy.flush_wait_s"] = clk.to_s(static_cast<double>(all.wait_cycles));
+    // Its on-CPU part as a share of the guests' CPU time (the vCPU threads'
+    // sum_exec_runtime): what perf top in the guest puts in
+    // smp_call_function_many() (the IPI sends and the csd_lock_wait() spin).
+    Tsc run = 0;
+    for (const auto& g : guests_) run += g->vcpu().se().sum_exec_runtime;
+    const Tsc on_cpu = all.wait_cycles - std::min(all.wait_cycles, all.wait_off_cpu_cycles);
+    m["ebizzy.flush_wait_on_cpu_share"] =
+        run ? static_cast<double>(on_cpu) / static_cast<double>(run) : 0.0;
     report_guest_smp(guests_, m);
   }
 

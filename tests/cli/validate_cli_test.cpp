@@ -18,17 +18,21 @@ using namespace kvmsim::test;
 
 namespace {
 
-// The table's data rows (lines starting with an experiment id "T<digit>").
+// The table's data rows (lines starting with an experiment id "T<digit>...",
+// e.g. T4 or T4L; the plain table pads the id with two or more spaces).
 std::vector<std::string> table_rows(const std::string& output, bool markdown) {
   std::vector<std::string> rows;
   std::istringstream in(output);
   std::string line;
   const std::string prefix = markdown ? "| T" : "T";
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size() &&
-        std::isdigit(static_cast<unsigned char>(line[prefix.size()])) &&
-        (markdown || line.find("  ") == prefix.size() + 1))
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0 || line.size() <= prefix.size() ||
+        !std::isdigit(static_cast<unsigned char>(line[prefix.size()])))
+      continue;
+    const auto id_end = line.find(' ', prefix.size());
+    if (markdown || (id_end != std::string::npos && line.compare(id_end, 2, "  ") == 0))
       rows.push_back(line);
+  }
   return rows;
 }
 
@@ -36,18 +40,20 @@ std::vector<std::string> table_rows(const std::string& output, bool markdown) {
 
 // T4 (ebizzy, issue 10) runs and is reported, but is not within tolerance
 // yet (README "PV TLB flush and ebizzy"): its rows are not required to pass,
-// and the exit code says whether every row passed.
+// and the exit code says whether every row passed. T4L (the 2019 light
+// over-commit figure, not gated) is reported with them: its rate is outside
+// T4's 25%.
 static bool is_t4(const std::string& row, bool markdown) {
-  return row.rfind(markdown ? "| T4 " : "T4 ", 0) == 0;
+  return row.rfind(markdown ? "| T4 " : "T4 ", 0) == 0 ||
+         row.rfind(markdown ? "| T4L " : "T4L ", 0) == 0;
 }
 
-TEST_CASE("validate --quick: T1, T2, T3 and T6 all within tolerance, T4 reported",
-          "[validate]") {
+TEST_CASE("validate --quick: T1, T2, T3 and T6 all within tolerance, T4 reported", "[validate]") {
   const auto r = run_cli("validate --quick");
   INFO(r.output);
   const auto rows = table_rows(r.output, false);
   CHECK(rows.size() >= 19 + 11);
-  for (const char* id : {"T1", "T2", "T3", "T4", "T6"}) {
+  for (const char* id : {"T1", "T2", "T3", "T4", "T4L", "T6"}) {
     bool found = false;
     for (const auto& row : rows) found = found || row.rfind(std::string(id) + " ", 0) == 0;
     CHECK(found);

@@ -248,6 +248,38 @@ Experiment t4() {
   return e;
 }
 
+// Ref: the d73eb57b80b (v5.3) message, Haswell desktop 8 HT, 2019: ebizzy -M
+// in an 8-vCPU VM beside a VM running 'stress --cpu 2', without the patch and
+// without PV sched yield: 1570 records/s, perf top in the guest 72.33% in
+// smp_call_function_many. Out of sample (nothing was fitted on it), reported
+// and not gated: the message does not state the guest's flush mode (the
+// profile is native flush's), and the second VM is two host hogs here
+// (scenarios/ebizzy_light_overcommit.yaml says why). T4's 25% is shown for
+// comparison; the boosted and PV-sched-yield rows need mechanisms the model
+// does not have.
+Experiment t4l() {
+  Experiment e;
+  e.id = "T4L";
+  e.title = "ebizzy -M beside 2 busy vCPUs of another VM, Haswell desktop, 2019 (d73eb57b80b)";
+  e.scenario = "ebizzy_light_overcommit.yaml";
+  e.runs = {{"guest.pv_tlb_flush=false", {"guest.pv_tlb_flush=false"}}};
+  e.quick_sets = {"sim.max_simulated_s=1"};
+  e.checks.push_back(metric_check(0, "ebizzy.records_per_s", 1570, Tolerance::relative(0.25), 0));
+  Check share;
+  share.metric = "guest CPU in smp_call_function_many";
+  share.unit = "%";
+  share.decimals = 1;
+  share.runs = {0};
+  share.published = 72.33;
+  share.tolerance = Tolerance::relative(0.25);
+  share.simulate = [](const RunRefs& r) {
+    return 100.0 * r[0]->metric("ebizzy.flush_wait_on_cpu_share");
+  };
+  e.checks.push_back(share);
+  for (auto& c : e.checks) c.gated = false;
+  return e;
+}
+
 // --------------------------------------------------------------------- T6
 
 Experiment t6() {
@@ -326,7 +358,8 @@ Experiment tl3() {
 }  // namespace
 
 const std::vector<Experiment>& validation_targets() {
-  static const std::vector<Experiment> targets = {t1(), t2(), t3(), t4(), t6(), tl2(), tl3()};
+  static const std::vector<Experiment> targets = {t1(),  t2(), t3(),  t4(),
+                                                  t4l(), t6(), tl2(), tl3()};
   return targets;
 }
 
