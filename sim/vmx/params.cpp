@@ -93,6 +93,12 @@ void declare_vmx_params(ParamRegistry& r) {
              "Kernel-version switch (not a module parameter): kvm_arch_vcpu_put() marks "
              "KVM_VCPU_PREEMPTED on every put, a halted vCPU included (v4.16..v5.18); false = "
              "only when preempted while runnable (v5.19+)."});
+  r.declare({"kvm.directed_yield_ready", ParamType::Bool, "false", "bool", {}, {}, {},
+             "Kernel-version switch: kvm_vcpu_on_spin() boosts vcpu->ready vCPUs, i.e. also "
+             "those woken from a halt by an interrupt (kvm_vcpu_wake_up()), in any CPU mode; "
+             "preempted ones still only in kernel mode (d73eb57b80b \"KVM: Boost vCPUs that "
+             "are delivering interrupts\", v5.3). false = v4.16..v5.2: preempted vCPUs in "
+             "kernel mode only."});
   r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
              "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
   r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},
@@ -155,6 +161,9 @@ void declare_vmx_eras(ParamRegistry& r) {
   r.set_eras("kvm.steal_time_preempted_on_block", "host.kernel",
              {{"4.16", "true", "KVM_VCPU_PREEMPTED on every put, a halted vCPU included"},
               {"5.19", "false", "v5.19: only a vCPU preempted while runnable"}});
+  r.set_eras("kvm.directed_yield_ready", "host.kernel",
+             {{"4.0", "false", "candidates: preempted vCPUs in kernel mode"},
+              {"5.3", "true", "d73eb57b80b: also vCPUs woken to take an interrupt"}});
   r.set_eras("kvm.halt_poll_ns", "host.kernel",
              {{"4.0", "0", "no halt polling by default before dynamic polling (2015)"},
               {"4.3", "200000",

@@ -29,6 +29,7 @@ void Vcpu::start() {
 void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
   if (preempted) {
     preempted_ = true;
+    ready_ = true;
     ++stats_.preemptions;
   }
   if (preempted || vmx_.preempted_on_block) st_preempted_ |= KVM_VCPU_PREEMPTED;
@@ -39,6 +40,7 @@ void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
 // next entry (KVM_REQ_STEAL_UPDATE).
 void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
   preempted_ = false;
+  ready_ = false;
   // A vCPU that yielded in kvm_vcpu_on_spin() returns from yield_to()'s
   // schedule() and leaves it: kvm_vcpu_set_in_spin_loop(me, false), and
   // kvm_vcpu_set_dy_eligible(me, false) for its next spin loop.
@@ -114,7 +116,14 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
       }
       if (pass && i > last) break;
       Vcpu* v = list[static_cast<std::size_t>(i)];
-      if (v == this || !v->preempted_ || !v->in_kernel_at_exit_) continue;
+      if (v == this) continue;
+      if (vmx_.directed_yield_ready) {
+        // v5.3: READ_ONCE(vcpu->ready); a woken vCPU is a candidate in any
+        // mode, a preempted one only if it was preempted in kernel mode.
+        if (!v->ready_ || (v->preempted_ && !v->in_kernel_at_exit_)) continue;
+      } else if (!v->preempted_ || !v->in_kernel_at_exit_) {
+        continue;
+      }
       if (!v->eligible_for_directed_yield()) {
         ++stats_.dy_ineligible;
         continue;
@@ -129,6 +138,7 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
       if (yielded > 0) {
         vm_vcpus_->last_boosted_vcpu = i;
         ++stats_.directed_yields;
+        if (!v->preempted_) ++stats_.directed_yields_woken;
         if (cpu != pcpu_->id()) {
           ++stats_.directed_yields_remote;
           if (resched_pending)
@@ -203,6 +213,8 @@ void Vcpu::kick(Tsc now, int from_cpu) {
     // round trip is not modelled).
     if (!vcpu_runnable()) return;
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
+    // kvm_vcpu_wake_up() -> WRITE_ONCE(vcpu->ready, true) (v5.3+).
+    ready_ = true;
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
              pcpu_->current() == this) {
@@ -265,6 +277,7 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
     // modelled); the vector waits in the IRR.
     if (!vcpu_runnable()) return 0;
     lapic_.count_kick();
+    ready_ = true;  // kvm_vcpu_wake_up(): vcpu->ready (v5.3+)
     const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
     // try_to_wake_up() at the end of the sender's kick; a remote target pCPU
     // is reached with the reschedule IPI leaving then.

@@ -174,6 +174,12 @@ struct VmxConfig {
   // put, a halted (blocked) vCPU included (v4.16..v5.18); later kernels only
   // when the vCPU was preempted while runnable (vcpu->preempted).
   bool preempted_on_block = true;
+  // d73eb57b80b (v5.3, "KVM: Boost vCPUs that are delivering interrupts"):
+  // kvm_vcpu_on_spin() takes vcpu->ready candidates, set when the thread is
+  // preempted or woken from kvm_vcpu_block() (kvm_vcpu_wake_up()); the
+  // kernel-mode test applies only to the preempted ones. false: v4.16's
+  // vcpu->preempted candidates in kernel mode only.
+  bool directed_yield_ready = false;
   // The guest enabled KVM_FEATURE_PV_TLB_FLUSH (guest_pv_has()): the host
   // honours and traces KVM_VCPU_FLUSH_TLB in record_steal_time().
   bool pv_tlb_flush = false;
@@ -214,6 +220,9 @@ struct VcpuStats {
   // Candidates kvm_vcpu_eligible_for_directed_yield() passed over (they were
   // inside kvm_vcpu_on_spin() themselves and their dy_eligible was false).
   std::uint64_t dy_ineligible = 0;
+  // Directed yields to a vCPU that was woken from a halt (vcpu->ready, not
+  // preempted): only with kvm.directed_yield_ready (d73eb57b80b).
+  std::uint64_t directed_yields_woken = 0;
   std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
   std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
   std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
@@ -242,6 +251,7 @@ struct VcpuStats {
     yield_to_failed += o.yield_to_failed;
     yield_to_esrch += o.yield_to_esrch;
     dy_ineligible += o.dy_ineligible;
+    directed_yields_woken += o.directed_yields_woken;
     ple_window_grows += o.ple_window_grows;
     ple_window_peak = ple_window_peak > o.ple_window_peak ? ple_window_peak : o.ple_window_peak;
     return *this;
@@ -421,6 +431,7 @@ class Vcpu : public HostThread {
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;
   bool preempted_ = false;         // vcpu->preempted
+  bool ready_ = false;             // vcpu->ready (v5.3+): preempted, or woken from a halt
   bool steal_update_ = false;      // KVM_REQ_STEAL_UPDATE pending
   std::uint8_t st_preempted_ = 0;  // steal_time.preempted, as the guest reads it
   bool st_writeback_ = false;

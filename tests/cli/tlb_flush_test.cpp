@@ -447,3 +447,22 @@ TEST_CASE(
   CHECK(m(native, "invariants.violations") == 0);
   CHECK(m(pv, "invariants.violations") == 0);
 }
+
+TEST_CASE(
+    "kvm.directed_yield_ready (d73eb57b80b, v5.3): vCPUs woken from a halt become directed-yield "
+    "candidates; off, only preempted ones are",
+    "[cli][tlb]") {
+  const std::string s =
+      "scenarios/ebizzy_light_overcommit.yaml --set sim.check_invariants=true "
+      "--set sim.max_simulated_s=1 ";
+  const auto off = run_metrics("dy-ready-off", s);  // host 5.2: the era's default is off
+  const auto era = run_metrics("dy-ready-era", s + "--set host.kernel=5.3");
+  const auto on = run_metrics("dy-ready-on", s + "--set kvm.directed_yield_ready=true");
+  CHECK(m(off, "vcpu.directed_yields") > 0);
+  CHECK(m(off, "vcpu.directed_yields_woken") == 0);
+  CHECK(m(on, "vcpu.directed_yields_woken") > 0);
+  CHECK(m(on, "vcpu.directed_yields_woken") <= m(on, "vcpu.directed_yields"));
+  // host.kernel 5.3 turns it on.
+  CHECK(m(era, "vcpu.directed_yields_woken") > 0);
+  CHECK(m(on, "invariants.violations") == 0);
+}
