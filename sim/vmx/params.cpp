@@ -99,6 +99,10 @@ void declare_vmx_params(ParamRegistry& r) {
              "preempted ones still only in kernel mode (d73eb57b80b \"KVM: Boost vCPUs that "
              "are delivering interrupts\", v5.3). false = v4.16..v5.2: preempted vCPUs in "
              "kernel mode only."});
+  r.declare({"kvm.kick_cpu_yield", ParamType::Bool, "false", "bool", {}, {}, {},
+             "Kernel-version switch: after KVM_HC_KICK_CPU the kicker yields to the kicked vCPU "
+             "if it is vcpu->ready (kvm_sched_yield(); 266e85a5ec9 \"KVM: X86: Boost queue head "
+             "vCPU to mitigate lock waiter preemption\", v5.3). false = v4.16..v5.2."});
   r.declare({"vm.tsc_khz", ParamType::Int, "0", "kHz", 0, 10000000, {},
              "Guest TSC frequency; 0 = the host's (no TSC scaling)."});
   r.declare({"vm.tsc_offset", ParamType::Int, "0", "cycles", -9.0e18, 9.0e18, {},
@@ -164,6 +168,9 @@ void declare_vmx_eras(ParamRegistry& r) {
   r.set_eras("kvm.directed_yield_ready", "host.kernel",
              {{"4.0", "false", "candidates: preempted vCPUs in kernel mode"},
               {"5.3", "true", "d73eb57b80b: also vCPUs woken to take an interrupt"}});
+  r.set_eras("kvm.kick_cpu_yield", "host.kernel",
+             {{"4.0", "false", "KVM_HC_KICK_CPU only kicks"},
+              {"5.3", "true", "266e85a5ec9: the kicker yields to the kicked vCPU"}});
   r.set_eras("kvm.halt_poll_ns", "host.kernel",
              {{"4.0", "0", "no halt polling by default before dynamic polling (2015)"},
               {"4.3", "200000",

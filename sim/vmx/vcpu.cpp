@@ -128,24 +128,12 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
         ++stats_.dy_ineligible;
         continue;
       }
-      HostScheduler& s = pcpu_->host().scheduler();
-      const int cpu = v->se().cpu;
-      // resched_curr(p_rq) sends no IPI when the target pCPU's current task
-      // already has TIF_NEED_RESCHED (test_tsk_need_resched(): an earlier
-      // yield or wake-up is still on its way there).
-      const bool resched_pending = cpu >= 0 && s.need_resched(cpu);
-      const int yielded = s.yield_to(pcpu_->id(), v->se(), now);
+      const bool woken = !v->preempted_;
+      const int yielded = kvm_vcpu_yield_to(*v, now);
       if (yielded > 0) {
         vm_vcpus_->last_boosted_vcpu = i;
         ++stats_.directed_yields;
-        if (!v->preempted_) ++stats_.directed_yields_woken;
-        if (cpu != pcpu_->id()) {
-          ++stats_.directed_yields_remote;
-          if (resched_pending)
-            ++stats_.directed_yield_ipis_saved;
-          else
-            pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
-        }
+        if (woken) ++stats_.directed_yields_woken;
         return;  // in_spin_loop stays set until this vCPU runs again
       }
       if (yielded == 0) {
@@ -159,6 +147,27 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
   // No yield: kvm_vcpu_set_in_spin_loop(me, false); dy_eligible(me, false).
   in_spin_loop_ = false;
   dy_eligible_ = false;
+}
+
+// kvm_vcpu_yield_to() -> yield_to(task, preempt = 1): `v` becomes the next
+// buddy of its run queue (a remote queue is rescheduled) and this thread
+// yields its pCPU. Returns yield_to()'s result (> 0: yielded).
+int Vcpu::kvm_vcpu_yield_to(Vcpu& v, Tsc now) {
+  HostScheduler& s = pcpu_->host().scheduler();
+  const int cpu = v.se().cpu;
+  // resched_curr(p_rq) sends no IPI when the target pCPU's current task
+  // already has TIF_NEED_RESCHED (test_tsk_need_resched(): an earlier
+  // yield or wake-up is still on its way there).
+  const bool resched_pending = cpu >= 0 && s.need_resched(cpu);
+  const int yielded = s.yield_to(pcpu_->id(), v.se(), now);
+  if (yielded > 0 && cpu != pcpu_->id()) {
+    ++stats_.directed_yields_remote;
+    if (resched_pending)
+      ++stats_.directed_yield_ipis_saved;
+    else
+      pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
+  }
+  return yielded;
 }
 
 // kvm_vcpu_eligible_for_directed_yield() (v4.16 virt/kvm/kvm_main.c): a
@@ -916,7 +925,14 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
         const auto idx = static_cast<std::size_t>(exit_step_.value);
         if (idx >= vm_vcpus_->vcpus.size())
           throw std::logic_error("KVM_HC_KICK_CPU: no such vCPU in the VM");
-        cost += vm_vcpus_->vcpus[idx]->pv_kick(*this, now + cost);
+        Vcpu& target = *vm_vcpus_->vcpus[idx];
+        cost += target.pv_kick(*this, now + cost);
+        // 266e85a5ec9 (v5.3, "Boost queue head vCPU to mitigate lock waiter
+        // preemption"): kvm_sched_yield(kvm, a1) after the kick; the kicker
+        // yields to the kicked vCPU if it is ready (woken or preempted).
+        if (vmx_.kick_cpu_yield && &target != this && target.ready_ &&
+            kvm_vcpu_yield_to(target, now) > 0)
+          ++stats_.kick_yields;
       }
       break;
     case ExitReason::HLT:

@@ -180,6 +180,9 @@ struct VmxConfig {
   // kernel-mode test applies only to the preempted ones. false: v4.16's
   // vcpu->preempted candidates in kernel mode only.
   bool directed_yield_ready = false;
+  // 266e85a5ec9 (v5.3): KVM_HC_KICK_CPU is followed by kvm_sched_yield() to
+  // the kicked vCPU when it is vcpu->ready (the kicker gives up its pCPU).
+  bool kick_cpu_yield = false;
   // The guest enabled KVM_FEATURE_PV_TLB_FLUSH (guest_pv_has()): the host
   // honours and traces KVM_VCPU_FLUSH_TLB in record_steal_time().
   bool pv_tlb_flush = false;
@@ -223,6 +226,9 @@ struct VcpuStats {
   // Directed yields to a vCPU that was woken from a halt (vcpu->ready, not
   // preempted): only with kvm.directed_yield_ready (d73eb57b80b).
   std::uint64_t directed_yields_woken = 0;
+  // KVM_HC_KICK_CPU followed by a yield_to() the kicked vCPU
+  // (kvm.kick_cpu_yield, 266e85a5ec9).
+  std::uint64_t kick_yields = 0;
   std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
   std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
   std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
@@ -252,6 +258,7 @@ struct VcpuStats {
     yield_to_esrch += o.yield_to_esrch;
     dy_ineligible += o.dy_ineligible;
     directed_yields_woken += o.directed_yields_woken;
+    kick_yields += o.kick_yields;
     ple_window_grows += o.ple_window_grows;
     ple_window_peak = ple_window_peak > o.ple_window_peak ? ple_window_peak : o.ple_window_peak;
     return *this;
@@ -404,6 +411,7 @@ class Vcpu : public HostThread {
   Tsc record_steal_time(Tsc now);  // returns the cost of a flush it did
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
   void kvm_vcpu_on_spin(Tsc now);
+  int kvm_vcpu_yield_to(Vcpu& v, Tsc now);
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
 

@@ -54,6 +54,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   c.vmx.exit_fastpath_timer = p.b("kvm.exit_fastpath_timer");
   c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
   c.vmx.directed_yield_ready = p.b("kvm.directed_yield_ready");
+  c.vmx.kick_cpu_yield = p.b("kvm.kick_cpu_yield");
   // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
   // host side of it is in record_steal_time().
   c.vmx.pv_tlb_flush = p.b("guest.pv_tlb_flush");
@@ -150,6 +151,7 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
     m["vcpu.yield_to_esrch"] = static_cast<double>(vs.yield_to_esrch);
     m["vcpu.dy_ineligible"] = static_cast<double>(vs.dy_ineligible);
     m["vcpu.directed_yields_woken"] = static_cast<double>(vs.directed_yields_woken);
+    m["vcpu.kick_yields"] = static_cast<double>(vs.kick_yields);
     m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
     m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);
   }

@@ -466,3 +466,23 @@ TEST_CASE(
   CHECK(m(era, "vcpu.directed_yields_woken") > 0);
   CHECK(m(on, "invariants.violations") == 0);
 }
+
+TEST_CASE(
+    "kvm.kick_cpu_yield (266e85a5ec9, v5.3): a KVM_HC_KICK_CPU that woke its target is followed "
+    "by a directed yield to it; off, never",
+    "[cli][tlb]") {
+  const std::string s = kT4 +
+                        "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
+                        "--set sim.max_simulated_s=1 ";
+  const auto off = run_metrics("kick-yield-off", s);  // host 4.16
+  const auto on = run_metrics("kick-yield-on", s + "--set kvm.kick_cpu_yield=true");
+  const auto era = run_metrics("kick-yield-era", s + "--set host.kernel=5.3");
+  CHECK(m(off, "ebizzy.lock.pv_kick") > 0);
+  CHECK(m(off, "vcpu.kick_yields") == 0);
+  CHECK(m(on, "vcpu.kick_yields") > 0);
+  // At most one yield per kick, and only to a target the kick woke (or that
+  // was preempted): never more than the kicks.
+  CHECK(m(on, "vcpu.kick_yields") <= m(on, "vcpu.pv_kicks"));
+  CHECK(m(era, "vcpu.kick_yields") > 0);
+  CHECK(m(on, "invariants.violations") == 0);
+}

@@ -263,8 +263,7 @@ Experiment t4l() {
   e.id = "T4L";
   e.title = "ebizzy -M beside 2 busy vCPUs of another VM, Haswell desktop, 2019 (d73eb57b80b)";
   e.scenario = "ebizzy_light_overcommit.yaml";
-  e.runs = {{"kvm.directed_yield_ready=false", {"kvm.directed_yield_ready=false"}},
-            {"kvm.directed_yield_ready=true", {"kvm.directed_yield_ready=true"}}};
+  e.runs = switch_runs("kvm.directed_yield_ready", {"false", "true"});
   e.quick_sets = {"sim.max_simulated_s=1"};
   e.checks.push_back(metric_check(0, "ebizzy.records_per_s", 1570, Tolerance::relative(0.25), 0));
   Check share;
