@@ -266,18 +266,24 @@ Experiment t4l() {
   e.runs = switch_runs("kvm.directed_yield_ready", {"false", "true"});
   e.quick_sets = {"sim.max_simulated_s=1"};
   e.checks.push_back(metric_check(0, "ebizzy.records_per_s", 1570, Tolerance::relative(0.25), 0));
-  Check share;
-  share.metric = "guest CPU in smp_call_function_many";
-  share.unit = "%";
-  share.decimals = 1;
-  share.runs = {0};
-  share.published = 72.33;
-  share.tolerance = Tolerance::relative(0.25);
-  share.simulate = [](const RunRefs& r) {
-    return 100.0 * r[0]->metric("ebizzy.flush_wait_on_cpu_share");
+  // perf top in the guest: smp_call_function_many 72.33% without the patch,
+  // 38.43% with it.
+  const auto share = [](std::size_t run, double published) {
+    Check c;
+    c.metric = "guest CPU in smp_call_function_many";
+    c.unit = "%";
+    c.decimals = 1;
+    c.runs = {run};
+    c.published = published;
+    c.tolerance = Tolerance::relative(0.25);
+    c.simulate = [](const RunRefs& r) {
+      return 100.0 * r[0]->metric("ebizzy.flush_wait_on_cpu_share");
+    };
+    return c;
   };
-  e.checks.push_back(share);
+  e.checks.push_back(share(0, 72.33));
   e.checks.push_back(metric_check(1, "ebizzy.records_per_s", 4000, Tolerance::relative(0.25), 0));
+  e.checks.push_back(share(1, 38.43));
   e.checks.push_back(boost_check("d73eb57b80b boost", 0, 1, "ebizzy.records_per_s",
                                  4000.0 / 1570 * 100 - 100, 0.25));
   for (auto& c : e.checks) c.gated = false;
