@@ -129,11 +129,14 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
         continue;
       }
       const bool woken = !v->preempted_;
-      const int yielded = kvm_vcpu_yield_to(*v, now);
+      const YieldTo y = kvm_vcpu_yield_to(*v, now);
+      const int yielded = y.yielded;
       if (yielded > 0) {
         vm_vcpus_->last_boosted_vcpu = i;
         ++stats_.directed_yields;
         if (woken) ++stats_.directed_yields_woken;
+        if (y.remote) ++stats_.directed_yields_remote;
+        if (y.ipi_saved) ++stats_.directed_yield_ipis_saved;
         return;  // in_spin_loop stays set until this vCPU runs again
       }
       if (yielded == 0) {
@@ -151,23 +154,22 @@ void Vcpu::kvm_vcpu_on_spin(Tsc now) {
 
 // kvm_vcpu_yield_to() -> yield_to(task, preempt = 1): `v` becomes the next
 // buddy of its run queue (a remote queue is rescheduled) and this thread
-// yields its pCPU. Returns yield_to()'s result (> 0: yielded).
-int Vcpu::kvm_vcpu_yield_to(Vcpu& v, Tsc now) {
+// yields its pCPU.
+Vcpu::YieldTo Vcpu::kvm_vcpu_yield_to(Vcpu& v, Tsc now) {
   HostScheduler& s = pcpu_->host().scheduler();
+  YieldTo r;
   const int cpu = v.se().cpu;
   // resched_curr(p_rq) sends no IPI when the target pCPU's current task
   // already has TIF_NEED_RESCHED (test_tsk_need_resched(): an earlier
   // yield or wake-up is still on its way there).
   const bool resched_pending = cpu >= 0 && s.need_resched(cpu);
-  const int yielded = s.yield_to(pcpu_->id(), v.se(), now);
-  if (yielded > 0 && cpu != pcpu_->id()) {
-    ++stats_.directed_yields_remote;
-    if (resched_pending)
-      ++stats_.directed_yield_ipis_saved;
-    else
-      pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
+  r.yielded = s.yield_to(pcpu_->id(), v.se(), now);
+  if (r.yielded > 0 && cpu != pcpu_->id()) {
+    r.remote = true;
+    r.ipi_saved = resched_pending;
+    if (!resched_pending) pcpu_->host().pcpu(cpu).resched_curr(now, pcpu_, now);
   }
-  return yielded;
+  return r;
 }
 
 // kvm_vcpu_eligible_for_directed_yield() (v4.16 virt/kvm/kvm_main.c): a
@@ -300,8 +302,10 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
   if (state_ == State::Block) {
     // rcuwait_wake_up() of a task that has not left its run queue yet
     // (ttwu_runnable): the schedule() under way returns to it at once and
-    // kvm_vcpu_check_block() sees the vector.
+    // kvm_vcpu_check_block() sees the vector. The thread is already on the
+    // wait queue, so kvm_vcpu_wake_up() finds a sleeper: vcpu->ready (v5.3+).
     lapic_.count_kick();
+    ready_ = true;
     if (!block_kicked_) {
       block_kicked_ = true;
       pcpu_->shorten_segment(at);
@@ -931,7 +935,7 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
         // preemption"): kvm_sched_yield(kvm, a1) after the kick; the kicker
         // yields to the kicked vCPU if it is ready (woken or preempted).
         if (vmx_.kick_cpu_yield && &target != this && target.ready_ &&
-            kvm_vcpu_yield_to(target, now) > 0)
+            kvm_vcpu_yield_to(target, now + cost).yielded > 0)
           ++stats_.kick_yields;
       }
       break;

@@ -411,7 +411,12 @@ class Vcpu : public HostThread {
   Tsc record_steal_time(Tsc now);  // returns the cost of a flush it did
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
   void kvm_vcpu_on_spin(Tsc now);
-  int kvm_vcpu_yield_to(Vcpu& v, Tsc now);
+  struct YieldTo {
+    int yielded = 0;         // yield_to()'s result (> 0: yielded)
+    bool remote = false;     // the target queues on another pCPU
+    bool ipi_saved = false;  // ... whose need_resched was set already: no IPI
+  };
+  YieldTo kvm_vcpu_yield_to(Vcpu& v, Tsc now);
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
 

@@ -141,6 +141,7 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   if (vs.pv_kicks) {  // only guests whose PV qspinlocks halted waiters
     m["vcpu.pv_kicks"] = static_cast<double>(vs.pv_kicks);
     m["vcpu.pv_kick_wakeups"] = static_cast<double>(vs.pv_kick_wakeups);
+    m["vcpu.kick_yields"] = static_cast<double>(vs.kick_yields);
   }
   if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
     m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
@@ -151,7 +152,6 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
     m["vcpu.yield_to_esrch"] = static_cast<double>(vs.yield_to_esrch);
     m["vcpu.dy_ineligible"] = static_cast<double>(vs.dy_ineligible);
     m["vcpu.directed_yields_woken"] = static_cast<double>(vs.directed_yields_woken);
-    m["vcpu.kick_yields"] = static_cast<double>(vs.kick_yields);
     m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
     m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);
   }
