@@ -82,6 +82,10 @@ struct GuestConfig {
   // raises TIMER_SOFTIRQ on every tick, timers due or not; from the v4.8
   // timer-wheel rework only when a wheel timer is due.
   bool tick_timer_softirq = false;
+  // KVM_FEATURE_PV_SCHED_YIELD (guest v5.2+ on a host that offers it):
+  // kvm_smp_send_call_func_ipi() follows a CALL_FUNCTION IPI-many with
+  // KVM_HC_SCHED_YIELD to the first target whose vCPU is preempted.
+  bool pv_sched_yield = false;
   // lapic_timer_shutdown() when the last timer goes (guest.clockevent_shutdown):
   // nothing (before v4.11: no set_state_oneshot_stopped), mask LVTT and zero
   // TMICT (v4.11..v6.11), or also zero the TSC deadline (v6.12+). After a

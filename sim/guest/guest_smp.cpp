@@ -23,6 +23,7 @@ GuestSmpStats& GuestSmpStats::operator+=(const GuestSmpStats& o) {
   csd_lock_waits += o.csd_lock_waits;
   remote_wakeups += o.remote_wakeups;
   wakeups_polling += o.wakeups_polling;
+  pv_sched_yields += o.pv_sched_yields;
   return *this;
 }
 
@@ -56,6 +57,7 @@ void GuestSmp::report_stats(const GuestSmpStats& s, Metrics& m) {
   m["guest.smp_call.csd_queued"] = d(s.csd_queued);
   m["guest.smp_call.csd_run"] = d(s.csd_run);
   m["guest.smp_call.csd_lock_waits"] = d(s.csd_lock_waits);
+  m["guest.smp_call.pv_sched_yields"] = d(s.pv_sched_yields);
   m["guest.wakeups.remote"] = d(s.remote_wakeups);
   m["guest.wakeups.remote_polling"] = d(s.wakeups_polling);
 }
@@ -168,6 +170,19 @@ class GuestKernel::CrossCall : public KernelWork {
       return GuestStep::wrmsr(
           MSR_X2APIC_ICR, icr(cpu, single_ ? CALL_FUNCTION_SINGLE_VECTOR : CALL_FUNCTION_VECTOR));
     }
+    // kvm_smp_send_call_func_ipi() (v5.2, smp_ops.send_call_func_ipi; the
+    // single-target send is not hooked): after the IPIs, the first target
+    // whose steal-time area says PREEMPTED (vcpu_is_preempted()) gets the
+    // rest of this vCPU's time slice: KVM_HC_SCHED_YIELD with its APIC ID.
+    if (k.cfg_.pv_sched_yield && !single_ && !yield_checked_ && !ipi_cpus_.empty()) {
+      yield_checked_ = true;
+      for (const int cpu : ipi_cpus_) {
+        if (k.smp_->cpu(cpu).vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) {
+          ++st.pv_sched_yields;
+          return GuestStep::vmcall(KVM_HC_SCHED_YIELD, GuestSmp::apic_id(cpu));
+        }
+      }
+    }
     if (run_local_) {  // func(info) on this CPU, local_irq_save()
       run_local_ = false;
       local_ran_ = true;
@@ -217,6 +232,7 @@ class GuestKernel::CrossCall : public KernelWork {
   std::size_t idx_ = 0, sent_ = 0, wait_idx_ = 0;
   bool single_ = false, run_local_ = false, local_ran_ = false;
   bool setup_done_ = false, lock_wait_counted_ = false, seen_ = false;
+  bool yield_checked_ = false;
 };
 
 // The target's CALL_FUNCTION(_SINGLE)_VECTOR handler:

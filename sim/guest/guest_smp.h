@@ -25,12 +25,13 @@ struct GuestSmpStats {
   std::uint64_t resched_sent = 0, resched_handled = 0;
   std::uint64_t call_single_sent = 0, call_single_handled = 0;  // CALL_FUNCTION_SINGLE_VECTOR
   std::uint64_t call_many_sent = 0, call_many_handled = 0;      // CALL_FUNCTION_VECTOR
-  std::uint64_t smp_calls = 0;        // smp_call_function*() calls
+  std::uint64_t smp_calls = 0;                                  // smp_call_function*() calls
   std::uint64_t csd_queued = 0;       // csds queued on a target's call_single_queue
   std::uint64_t csd_run = 0;          // csd->func() runs in the targets' handlers
   std::uint64_t csd_lock_waits = 0;   // csd_lock() found the csd still in use
   std::uint64_t remote_wakeups = 0;   // try_to_wake_up() onto another vCPU
   std::uint64_t wakeups_polling = 0;  // ... whose idle loop polled: no IPI
+  std::uint64_t pv_sched_yields = 0;  // KVM_HC_SCHED_YIELD after a CALL_FUNCTION IPI-many
   GuestSmpStats& operator+=(const GuestSmpStats& o);
 };
 

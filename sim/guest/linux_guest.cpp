@@ -49,6 +49,7 @@ GuestConfig guest_config(const ParamSet& p) {
                     p.origin("guest.haltpoll_ns")));
   g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
   g.tick_timer_softirq = p.b("guest.tick_timer_softirq");
+  g.pv_sched_yield = p.b("guest.pv_sched_yield") && p.b("kvm.pv_sched_yield");
   g.fair.latency_ns = static_cast<std::uint64_t>(p.i("guest.sched_latency_ns"));
   g.fair.min_granularity_ns = static_cast<std::uint64_t>(p.i("guest.sched_min_granularity_ns"));
   g.fair.wakeup_granularity_ns =

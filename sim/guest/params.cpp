@@ -188,6 +188,11 @@ void declare_guest_params(ParamRegistry& r) {
              "kvm_flush_tlb_others(), which leaves vCPUs whose steal-time area says PREEMPTED "
              "to the host (KVM_VCPU_FLUSH_TLB, flushed in record_steal_time() before their next "
              "entry); false = native IPIs to every target and a wait for all."});
+  r.declare({"guest.pv_sched_yield", ParamType::Bool, "false", "bool", {}, {}, {},
+             "Version switch: the guest uses KVM_FEATURE_PV_SCHED_YIELD when the host offers it "
+             "(kvm.pv_sched_yield): kvm_smp_send_call_func_ipi() follows a CALL_FUNCTION "
+             "IPI-many with KVM_HC_SCHED_YIELD to the first target whose steal-time area says "
+             "PREEMPTED (v5.2 guests)."});
   // Guest rw_semaphore (sim/guest/rwsem.*, v4.16 rwsem-xadd.c): mm->mmap_sem.
   r.declare({"cost.guest.rwsem_slowpath", ParamType::Dist, "150ns", "time", {}, {}, {},
              "rwsem_down_read_failed() / rwsem_down_write_failed() before schedule(), or "
@@ -233,6 +238,9 @@ void declare_guest_eras(ParamRegistry& r) {
               {"4.11", "true",
                "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
               {"5.4", "false", "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
+  r.set_eras("guest.pv_sched_yield", "guest.kernel",
+             {{"3.10", "false", "no PV sched yield"},
+              {"5.2", "true", "kvm_smp_send_call_func_ipi(): KVM_HC_SCHED_YIELD to a preempted target"}});
   r.set_eras("guest.clockevent_shutdown", "guest.kernel",
              {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
               {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},

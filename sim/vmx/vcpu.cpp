@@ -919,9 +919,10 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       kvm_vcpu_on_spin(now);
       break;
     case ExitReason::VMCALL:
-      // handle_vmcall() -> kvm_emulate_hypercall(); only KVM_HC_KICK_CPU
-      // (the PV qspinlock's pv_kick()) is issued by the model's guests.
-      cost += costs_.handle_kick_cpu(rng());
+      // handle_vmcall() -> kvm_emulate_hypercall(): KVM_HC_KICK_CPU (the PV
+      // qspinlock's pv_kick()) or KVM_HC_SCHED_YIELD (PV sched yield).
+      cost += exit_step_.msr == KVM_HC_SCHED_YIELD ? costs_.handle_sched_yield(rng())
+                                                   : costs_.handle_kick_cpu(rng());
       // trace_kvm_hypercall(nr, a0 = flags 0, a1 = APIC ID, the model's
       // vCPU index).
       ctx().obs.hypercall(vcpu_id_, exit_step_.msr, 0, exit_step_.value, now);
@@ -937,6 +938,17 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
         if (vmx_.kick_cpu_yield && &target != this && target.ready_ &&
             kvm_vcpu_yield_to(target, now + cost).yielded > 0)
           ++stats_.kick_yields;
+      } else if (exit_step_.msr == KVM_HC_SCHED_YIELD && vm_vcpus_) {
+        // kvm_sched_yield(kvm, a0 = APIC ID): v5.2 yields to a target that
+        // is vcpu->preempted, v5.3 (d73eb57b80b) to one that is ready.
+        const auto idx = static_cast<std::size_t>(exit_step_.value);
+        if (idx >= vm_vcpus_->vcpus.size())
+          throw std::logic_error("KVM_HC_SCHED_YIELD: no such vCPU in the VM");
+        Vcpu& target = *vm_vcpus_->vcpus[idx];
+        ++stats_.sched_yield_calls;
+        const bool candidate = vmx_.directed_yield_ready ? target.ready_ : target.preempted_;
+        if (&target != this && candidate && kvm_vcpu_yield_to(target, now + cost).yielded > 0)
+          ++stats_.sched_yields;
       }
       break;
     case ExitReason::HLT:

@@ -114,6 +114,7 @@ class GuestVcpu {
 
 // KVM hypercall numbers used by the model (include/uapi/linux/kvm_para.h).
 constexpr std::uint32_t KVM_HC_KICK_CPU = 5;
+constexpr std::uint32_t KVM_HC_SCHED_YIELD = 11;
 
 struct VcpuCosts {
   Sampler vmexit;            // hardware exit + vmx_vcpu_run() exit half
@@ -127,13 +128,14 @@ struct VcpuCosts {
   Sampler exit_fastpath;              // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
   Sampler fastpath_wrmsr;             // handle_fastpath_set_msr_irqoff() before the LAPIC work
   Sampler handle_halt;                // kvm_emulate_halt(): skip the instruction, mark halted
-  Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
-  Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
-  Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
-  Sampler halt_poll_exit;    // a successful poll: leave the loop, stats, trace, back to vcpu_run
-  Sampler pv_tlb_flush;      // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
-  Sampler handle_pause;      // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
-  Sampler handle_kick_cpu;   // handle_vmcall() -> kvm_emulate_hypercall(KVM_HC_KICK_CPU)
+  Sampler vcpu_block;          // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
+  Sampler vcpu_wakeup;         // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
+  Sampler vcpu_block_abort;    // schedule() of a task woken remotely before it was dequeued
+  Sampler halt_poll_exit;      // a successful poll: leave the loop, stats, trace, back to vcpu_run
+  Sampler pv_tlb_flush;        // record_steal_time() -> kvm_vcpu_flush_tlb(): vmx_flush_tlb()
+  Sampler handle_pause;        // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
+  Sampler handle_kick_cpu;     // handle_vmcall() -> kvm_emulate_hypercall(KVM_HC_KICK_CPU)
+  Sampler handle_sched_yield;  // ... (KVM_HC_SCHED_YIELD) -> kvm_sched_yield(), yield_to() apart
   double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
 };
 
@@ -229,6 +231,8 @@ struct VcpuStats {
   // KVM_HC_KICK_CPU followed by a yield_to() the kicked vCPU
   // (kvm.kick_cpu_yield, 266e85a5ec9).
   std::uint64_t kick_yields = 0;
+  // KVM_HC_SCHED_YIELD hypercalls (PV sched yield) and those that yielded.
+  std::uint64_t sched_yield_calls = 0, sched_yields = 0;
   std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
   std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
   std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
@@ -259,6 +263,8 @@ struct VcpuStats {
     dy_ineligible += o.dy_ineligible;
     directed_yields_woken += o.directed_yields_woken;
     kick_yields += o.kick_yields;
+    sched_yield_calls += o.sched_yield_calls;
+    sched_yields += o.sched_yields;
     ple_window_grows += o.ple_window_grows;
     ple_window_peak = ple_window_peak > o.ple_window_peak ? ple_window_peak : o.ple_window_peak;
     return *this;

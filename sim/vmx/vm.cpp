@@ -25,6 +25,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   vc.pv_tlb_flush = S(p, clk, "cost.pv_tlb_flush");
   vc.handle_pause = S(p, clk, "cost.handle_pause");
   vc.handle_kick_cpu = S(p, clk, "cost.handle_kick_cpu");
+  vc.handle_sched_yield = S(p, clk, "cost.handle_sched_yield");
   vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
   vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
   vc.handle_exit = S(p, clk, "cost.handle_exit");
@@ -154,6 +155,10 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
     m["vcpu.directed_yields_woken"] = static_cast<double>(vs.directed_yields_woken);
     m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
     m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);
+  }
+  if (vs.sched_yield_calls) {  // only guests with PV sched yield that found a target preempted
+    m["vcpu.sched_yield_calls"] = static_cast<double>(vs.sched_yield_calls);
+    m["vcpu.sched_yields"] = static_cast<double>(vs.sched_yields);
   }
   if (vs.pv_tlb_flush_requests || vs.pv_tlb_flushes) {  // only runs that use PV TLB flush
     m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(vs.pv_tlb_flush_requests);

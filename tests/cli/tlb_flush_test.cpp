@@ -490,3 +490,32 @@ TEST_CASE(
   CHECK(m(on, "ebizzy.lock.free_halted_head_s") < 0.8 * m(off, "ebizzy.lock.free_halted_head_s"));
   CHECK(m(on, "invariants.violations") == 0);
 }
+
+TEST_CASE(
+    "PV sched yield (guest 5.2 on a 5.2 host): a CALL_FUNCTION IPI-many with a preempted target "
+    "is followed by KVM_HC_SCHED_YIELD; it needs both the guest and the host side",
+    "[cli][tlb]") {
+  const std::string s =
+      "scenarios/ebizzy_light_overcommit.yaml --set sim.check_invariants=true "
+      "--set sim.max_simulated_s=1 ";
+  const auto off = run_metrics("psy-off", s);  // the scenario: guest.pv_sched_yield false
+  const auto on = run_metrics("psy-on", s + "--set guest.pv_sched_yield=true");
+  const auto no_host = run_metrics(
+      "psy-nohost", s + "--set guest.pv_sched_yield=true --set kvm.pv_sched_yield=false");
+  const auto old_host =
+      run_metrics("psy-oldhost", s + "--set guest.pv_sched_yield=true --set host.kernel=5.1");
+  CHECK(m(off, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(off.find("vcpu.sched_yield_calls") == off.end());
+  // One hypercall per IPI-many at most, each one the host saw.
+  CHECK(m(on, "guest.smp_call.pv_sched_yields") > 0);
+  CHECK(m(on, "guest.smp_call.pv_sched_yields") <= m(on, "guest.ipi.call_function.sent"));
+  CHECK(m(on, "vcpu.sched_yield_calls") == m(on, "guest.smp_call.pv_sched_yields"));
+  // v5.2's kvm_sched_yield() yields only to a target still preempted when
+  // the hypercall arrives.
+  CHECK(m(on, "vcpu.sched_yields") > 0);
+  CHECK(m(on, "vcpu.sched_yields") <= m(on, "vcpu.sched_yield_calls"));
+  // Without the host's KVM_FEATURE_PV_SCHED_YIELD the guest does not use it.
+  CHECK(m(no_host, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(m(old_host, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(m(on, "invariants.violations") == 0);
+}
