@@ -172,6 +172,22 @@ Vcpu::YieldTo Vcpu::kvm_vcpu_yield_to(Vcpu& v, Tsc now) {
   return r;
 }
 
+// kvm_sched_yield(kvm, dest_id) (v5.2 x86.c): yield to the hypercall's
+// target if it may use the pCPU: vcpu->ready (`ready`: d73eb57b80b on), else
+// vcpu->preempted (v5.2). True when this thread yielded.
+bool Vcpu::kvm_sched_yield(Vcpu& target, bool ready, Tsc now) {
+  const bool candidate = ready ? target.ready_ : target.preempted_;
+  return &target != this && candidate && kvm_vcpu_yield_to(target, now).yielded > 0;
+}
+
+// The vCPU a hypercall names (a0/a1: the APIC ID, the model's vCPU index).
+Vcpu& Vcpu::hypercall_target(const char* hypercall) const {
+  const auto idx = static_cast<std::size_t>(exit_step_.value);
+  if (idx >= vm_vcpus_->vcpus.size())
+    throw std::logic_error(std::string(hypercall) + ": no such vCPU in the VM");
+  return *vm_vcpus_->vcpus[idx];
+}
+
 // kvm_vcpu_eligible_for_directed_yield() (v4.16 virt/kvm/kvm_main.c): a
 // vCPU not in a spin loop is eligible; one that is (it yielded in its own
 // kvm_vcpu_on_spin() and waits to run) is eligible every other time it is
@@ -927,27 +943,16 @@ Tsc Vcpu::run_exit_handler(Tsc now) {
       // vCPU index).
       ctx().obs.hypercall(vcpu_id_, exit_step_.msr, 0, exit_step_.value, now);
       if (exit_step_.msr == KVM_HC_KICK_CPU && vm_vcpus_) {
-        const auto idx = static_cast<std::size_t>(exit_step_.value);
-        if (idx >= vm_vcpus_->vcpus.size())
-          throw std::logic_error("KVM_HC_KICK_CPU: no such vCPU in the VM");
-        Vcpu& target = *vm_vcpus_->vcpus[idx];
+        Vcpu& target = hypercall_target("KVM_HC_KICK_CPU");
         cost += target.pv_kick(*this, now + cost);
         // 266e85a5ec9 (v5.3, "Boost queue head vCPU to mitigate lock waiter
-        // preemption"): kvm_sched_yield(kvm, a1) after the kick; the kicker
-        // yields to the kicked vCPU if it is ready (woken or preempted).
-        if (vmx_.kick_cpu_yield && &target != this && target.ready_ &&
-            kvm_vcpu_yield_to(target, now + cost).yielded > 0)
-          ++stats_.kick_yields;
+        // preemption"): kvm_sched_yield(kvm, a1) after the kick. It came
+        // after d73eb57b80b, so its test is always vcpu->ready.
+        if (vmx_.kick_cpu_yield && kvm_sched_yield(target, true, now + cost)) ++stats_.kick_yields;
       } else if (exit_step_.msr == KVM_HC_SCHED_YIELD && vm_vcpus_) {
-        // kvm_sched_yield(kvm, a0 = APIC ID): v5.2 yields to a target that
-        // is vcpu->preempted, v5.3 (d73eb57b80b) to one that is ready.
-        const auto idx = static_cast<std::size_t>(exit_step_.value);
-        if (idx >= vm_vcpus_->vcpus.size())
-          throw std::logic_error("KVM_HC_SCHED_YIELD: no such vCPU in the VM");
-        Vcpu& target = *vm_vcpus_->vcpus[idx];
         ++stats_.sched_yield_calls;
-        const bool candidate = vmx_.directed_yield_ready ? target.ready_ : target.preempted_;
-        if (&target != this && candidate && kvm_vcpu_yield_to(target, now + cost).yielded > 0)
+        if (kvm_sched_yield(hypercall_target("KVM_HC_SCHED_YIELD"), vmx_.directed_yield_ready,
+                            now + cost))
           ++stats_.sched_yields;
       }
       break;

@@ -423,6 +423,8 @@ class Vcpu : public HostThread {
     bool ipi_saved = false;  // ... whose need_resched was set already: no IPI
   };
   YieldTo kvm_vcpu_yield_to(Vcpu& v, Tsc now);
+  bool kvm_sched_yield(Vcpu& target, bool ready, Tsc now);
+  [[nodiscard]] Vcpu& hypercall_target(const char* hypercall) const;
   void after_poll(Tsc now);
   void finish_halt(Tsc now, bool waited);  // window update, stats, kvm_vcpu_wakeup
 
