@@ -1,4 +1,4 @@
-"""Writes the notebooks (T1-T3) from the cell text below; outputs are not stored.
+"""Writes the notebooks (T1-T4) from the cell text below; outputs are not stored.
 
     /usr/bin/python3 notebooks/make_notebooks.py
 Edit the cells here and re-run, so the notebooks stay reviewable as plain text.
@@ -192,6 +192,112 @@ print("exits handled by the fastpath:", r.metrics.get("vmx.fastpath.reenter_gues
 r.exits'''),
 ]
 
+T4 = [
+    new_markdown_cell('''\
+# T4: paravirtual remote TLB flush under over-commit (ebizzy -M)
+
+**Published** (validation-targets.md, T4; cover letter of the PV TLB flush series, Wanpeng
+Li, 2017): ebizzy -M in one Linux guest on a Haswell i7 desktop with 8 pCPUs (4 cores x 2
+threads). With as many vCPUs as pCPUs the flush mode does not matter (~10100 records/s);
+with 16-32 vCPUs the native guest collapses to ~1000-1200 records/s, and the PV flush
+keeps 3375-4866.
+
+**Why native collapses.** ebizzy -M frees every 512 KiB copy with `madvise(MADV_DONTNEED)`,
+which flushes the TLB of every other CPU running the process: `flush_tlb_mm_range()` ->
+`smp_call_function_many(wait=1)` sends a CALL_FUNCTION IPI to each and spins in
+`csd_lock_wait()` until each target has run `flush_tlb_func`. On an over-committed host
+some targets' vCPU threads are not on a pCPU: the IPI waits in their LAPIC until the host
+runs them again, and the initiator spins (or is yielded away by Pause-Loop Exiting) for
+all that time.
+
+**Why PV recovers.** With `KVM_FEATURE_PV_TLB_FLUSH` the guest's `kvm_flush_tlb_others()`
+reads each target's steal-time `preempted` byte first. A preempted target gets
+`KVM_VCPU_FLUSH_TLB` set by cmpxchg and no IPI; the host flushes its TLB in
+`record_steal_time()` before it next enters the guest. Only running targets get IPIs,
+and they answer within microseconds.
+
+Nothing below is fitted on the over-commit rows: the platform file fixes
+`cost.ebizzy.record` on the 8-vCPU native figure only. Every other value is a prediction,
+and the PV rows are the model's largest open miss (see the end).'''),
+    new_code_cell(SETUP),
+    new_code_cell('''\
+seconds = 0.5 if QUICK else 5.0   # ebizzy -S 5 in the published runs
+df = kvmsim.sweep(kvmsim.scenario("ebizzy_overcommit.yaml"),
+                  grid={"vm.vcpus": [8, 16, 24, 32], "guest.pv_tlb_flush": [False, True]},
+                  seeds=[1], set={"sim.max_simulated_s": seconds}, workers=2)
+pub = kvmsim.published.T4_RECORDS_PER_S
+df["published"] = [pub[(v, f)] for v, f in zip(df["vm.vcpus"], df["guest.pv_tlb_flush"])]
+df["error %"] = 100 * (df["ebizzy.records_per_s"] / df["published"] - 1)
+df[["vm.vcpus", "guest.pv_tlb_flush", "status", "ebizzy.records_per_s", "published", "error %"]]'''),
+    new_markdown_cell('''\
+Records/s against the guest's vCPU count (8 pCPUs), simulated (lines) and published
+(open markers), on a log scale: the collapse from 8 to 16 vCPUs is a factor 8.'''),
+    new_code_cell('''\
+fig, ax = plt.subplots(figsize=(6, 4))
+for pv, colour in ((False, "tab:red"), (True, "tab:blue")):
+    g = df[df["guest.pv_tlb_flush"] == pv].sort_values("vm.vcpus")
+    name = "PV flush" if pv else "native flush"
+    ax.plot(g["vm.vcpus"], g["ebizzy.records_per_s"], "o-", color=colour, label=f"{name}, simulated")
+    ax.plot(g["vm.vcpus"], g["published"], "s--", color=colour, mfc="none", label=f"{name}, published")
+ax.set_yscale("log"); ax.set_xticks([8, 16, 24, 32])
+ax.set_xlabel("guest vCPUs (8 pCPUs)"); ax.set_ylabel("ebizzy records/s")
+ax.set_title("T4: ebizzy -M under over-commit"); ax.grid(True, alpha=0.3); ax.legend(fontsize="small")
+plt.show()'''),
+    new_markdown_cell('''\
+**Where the flush time goes**, from the simulator's own counters (per run, in vCPU-seconds
+of the ebizzy threads' vCPUs): the initiators' wait for acknowledgements, split into the part
+their own thread spent on its pCPU (spinning in `csd_lock_wait()`, sending IPIs, PAUSE
+exits) and the part it was itself off its pCPU; and how many IPI'd targets were not
+running when the IPI went out. Native waits are dominated by targets that are not
+running; PV leaves those to the host, so almost no IPI goes to a vCPU that is off its pCPU.'''),
+    new_code_cell('''\
+w = df.copy()
+w["flush wait, on its pCPU (s)"] = w["tlb.wait_s"] - w["tlb.wait_off_cpu_s"]
+w["flush wait, off its pCPU (s)"] = w["tlb.wait_off_cpu_s"]
+w["IPI targets not running (%)"] = 100 * w["tlb.ipi_targets_not_running"] / w["tlb.ipi_targets"].clip(lower=1)
+w["targets left to the host (%)"] = 100 * w["tlb.pv_targets"] / w["tlb.targets"].clip(lower=1)
+w["mean wait (us)"] = w["tlb.wait_avg_us"]
+w["label"] = [f"{v} {'PV' if f else 'nat'}" for v, f in zip(w["vm.vcpus"], w["guest.pv_tlb_flush"])]
+ax = w.set_index("label")[["flush wait, on its pCPU (s)", "flush wait, off its pCPU (s)"]].plot.bar(
+    stacked=True, rot=0, figsize=(7, 3.5))
+ax.set_ylabel("vCPU-seconds"); ax.set_title(f"T4: flush waits in {seconds:g} simulated s")
+plt.show()
+w.set_index("label")[["IPI targets not running (%)", "targets left to the host (%)", "mean wait (us)",
+                      "vcpu.pause_exits", "vcpu.directed_yields"]].round(1)'''),
+    new_markdown_cell('''\
+**The waits by length** (`tlb.wait_band.*`): how many flushes waited under 10 us, 100 us,
+1 ms, 10 ms, or longer, and how much of the total wait each band carries. Native flushes
+at 16 vCPUs wait milliseconds, a host time slice of some target; PV flushes mostly finish
+in tens of microseconds, and their wait time sits in a thin tail (targets that spin
+for a guest spinlock with interrupts off).'''),
+    new_code_cell('''\
+bands = ["lt10us", "lt100us", "lt1ms", "lt10ms", "ge10ms"]
+rows = {}
+for _, r in w[w["vm.vcpus"] == 16].iterrows():
+    n = sum(r[f"tlb.wait_band.{b}.flushes"] for b in bands) or 1
+    t = sum(r[f"tlb.wait_band.{b}.s"] for b in bands) or 1
+    rows[r["label"]] = {**{f"flushes {b} (%)": 100 * r[f"tlb.wait_band.{b}.flushes"] / n for b in bands},
+                        **{f"wait time {b} (%)": 100 * r[f"tlb.wait_band.{b}.s"] / t for b in bands}}
+bt = pd.DataFrame(rows).T
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+for ax, what in zip(axes, ("flushes", "wait time")):
+    bt[[f"{what} {b} (%)" for b in bands]].set_axis(bands, axis=1).T.plot.bar(ax=ax, rot=0)
+    ax.set_title(f"16 vCPUs: share of {what} by wait length"); ax.set_ylabel("%")
+plt.tight_layout(); plt.show()
+bt.round(1)'''),
+    new_markdown_cell('''\
+**What is still short** (README, "PV TLB flush and ebizzy"). With the scenario as published
+(5 simulated s), native lands at +10.6% (16 vCPUs), +38% and +50% (24, 32); PV comes out at
+~0.9 of the 8-vCPU rate where the published runs kept 0.33-0.48, so the PV rows are
+1.9-2.7x high and the boost about twice the published one. In the model, the PV guest's
+pCPUs stay ~99% busy with record work: the flush and lock waits left to PV cost under 10%
+of the vCPU time. Costlier host context switches, longer lock holds, the other guest
+spinlock variants and a kernel-mode share of the record were tried as probes and do not
+move PV towards the published rows. What costs the real PV guest half its throughput at
+16 vCPUs is not found. The same bias (over-committed rates too high) shows in the 2019
+light over-commit point T4L and the 3 x 80-vCPU pvqspinlock revert check.'''),
+]
+
 
 def write(name, cells):
     nb = new_notebook(cells=cells)
@@ -205,3 +311,4 @@ def write(name, cells):
 write("T1_hv_timer.ipynb", T1)
 write("T2_timer_advance.ipynb", T2)
 write("T3_exit_fastpath.ipynb", T3)
+write("T4_pv_tlb_flush.ipynb", T4)

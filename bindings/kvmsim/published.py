@@ -26,3 +26,12 @@ T3_CYCLES = {
     "vmexit.tscdeadline_immed.cycles": {False: 3028.5, True: 2494.75},
     "vmexit.tscdeadline.cycles": {False: 5765.7, True: 5285.0},
 }
+
+# T4: ebizzy -M records/s in one guest on a Haswell i7 desktop (8 pCPUs), PV TLB flush
+# series cover letter (Wanpeng Li, 2017); key: (vm.vcpus, guest.pv_tlb_flush).
+T4_RECORDS_PER_S = {
+    (8, False): 10152.0, (8, True): 10083.0,
+    (16, False): 1224.0, (16, True): 4866.0,
+    (24, False): 1109.0, (24, True): 3871.0,
+    (32, False): 1025.0, (32, True): 3375.0,
+}

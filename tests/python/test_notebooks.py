@@ -12,7 +12,7 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 
 def test_there_is_a_notebook_per_validated_experiment():
     names = [os.path.basename(p) for p in NOTEBOOKS]
-    for target in ("T1", "T2", "T3"):
+    for target in ("T1", "T2", "T3", "T4"):
         assert any(n.startswith(target + "_") for n in names), target
 
 
