@@ -39,6 +39,10 @@ struct TlbFlushCosts {
 
 struct TlbFlushStats {
   std::uint64_t flushes = 0;          // flush_tlb_mm_range() calls with other CPUs in the mask
+  // Of those, the ones that sent IPIs and so waited in csd_lock_wait(); with
+  // PV flush, a flush whose targets were all PREEMPTED sends none and does
+  // not wait.
+  std::uint64_t ipi_flushes = 0;
   std::uint64_t targets = 0;          // other CPUs in the mask, summed over flushes
   std::uint64_t ipi_targets = 0;      // of those, sent a CALL_FUNCTION IPI
   std::uint64_t pv_targets = 0;       // of those, left to the host (KVM_VCPU_FLUSH_TLB)
