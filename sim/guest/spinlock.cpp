@@ -14,6 +14,7 @@ SpinlockStats& SpinlockStats::operator+=(const SpinlockStats& o) {
   steals += o.steals;
   pv_wait_node += o.pv_wait_node;
   pv_wait_early += o.pv_wait_early;
+  pv_wait_early_preempted += o.pv_wait_early_preempted;
   pv_wait_head += o.pv_wait_head;
   pv_kick += o.pv_kick;
   wait_cycles += o.wait_cycles;
@@ -54,22 +55,26 @@ std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, Waiter w, Tsc no
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
   if (w.head) {
     wake_stealers();  // pending set: they queue behind it
-  } else if (wait_early(std::prev(queue_.end()))) {
+  } else if (const Early e = wait_early(std::prev(queue_.end())); e != Early::No) {
     // The loop counts down from SPIN_THRESHOLD, so pv_wait_early() looks
     // at the previous node on the very first turn.
-    return halt(queue_.back(), true);
+    return halt(queue_.back(), e);
   }
   return spin_step(queue_.back(), k, now);
 }
 
-bool GuestSpinlock::wait_early(std::deque<Waiter>::iterator it) const {
-  if (it == queue_.begin() || it->head) return false;
-  // pv_wait_early(): the previous node halted, or its vCPU is preempted.
+GuestSpinlock::Early GuestSpinlock::wait_early(std::deque<Waiter>::iterator it) const {
+  if (it == queue_.begin() || it->head) return Early::No;
+  // pv_wait_early(): READ_ONCE(prev->state) != vcpu_running, or (v4.11-
+  // v5.3) vcpu_is_preempted(prev->cpu), evaluated in that order.
   const Waiter& prev = *std::prev(it);
-  return prev.halted || (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu());
+  if (prev.halted) return Early::PrevHalted;
+  if (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu())
+    return Early::PrevPreempted;
+  return Early::No;
 }
 
-GuestStep GuestSpinlock::halt(Waiter& w, bool early) {
+GuestStep GuestSpinlock::halt(Waiter& w, Early early) {
   w.halted = true;
   if (w.head) {
     w.head_halted = true;
@@ -77,7 +82,8 @@ GuestStep GuestSpinlock::halt(Waiter& w, bool early) {
     ++stats_.pv_wait_head;
   } else {
     ++stats_.pv_wait_node;
-    if (early) ++stats_.pv_wait_early;
+    if (early != Early::No) ++stats_.pv_wait_early;
+    if (early == Early::PrevPreempted) ++stats_.pv_wait_early_preempted;
   }
   // The CPU behind a halting node sees prev->state != vcpu_running at its
   // next check; no store wakes it earlier.
@@ -192,8 +198,8 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
     return std::nullopt;
   }
   if (w.head && w.head_halted) return GuestStep::spin(Stage::Guest);  // until handed over
-  const bool early = wait_early(it);
-  if (early || w.budget == 0) return halt(w, early);
+  const Early early = wait_early(it);
+  if (early != Early::No || w.budget == 0) return halt(w, early);
   return spin_step(w, k, now);
 }
 
@@ -244,6 +250,7 @@ void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Me
   m[prefix + "steals"] = d(s.steals);
   m[prefix + "pv_wait_node"] = d(s.pv_wait_node);
   m[prefix + "pv_wait_early"] = d(s.pv_wait_early);
+  m[prefix + "pv_wait_early_preempted"] = d(s.pv_wait_early_preempted);
   m[prefix + "pv_wait_head"] = d(s.pv_wait_head);
   m[prefix + "pv_kick"] = d(s.pv_kick);
   m[prefix + "wait_s"] = clk.to_s(static_cast<double>(s.wait_cycles));

@@ -70,6 +70,11 @@ struct SpinlockStats {
   std::uint64_t steals = 0;          // PV: taken while the queue head was halted
   std::uint64_t pv_wait_node = 0;    // PV: halts of a queued CPU behind the head
   std::uint64_t pv_wait_early = 0;   // ... of those, cut short by pv_wait_early()
+  // ... of those, because the predecessor's vCPU was preempted while its
+  // node was not halted: what vcpu_is_preempted() added (v4.11-v5.3). The
+  // counter Wanpeng Li added for Waiman Long in the 2019 revert thread
+  // (pv_vcpu_is_preempted) counts the same.
+  std::uint64_t pv_wait_early_preempted = 0;
   std::uint64_t pv_wait_head = 0;    // PV: halts of the queue head
   std::uint64_t pv_kick = 0;         // PV: unlocks that kicked a halted head
   Tsc wait_cycles = 0;               // contended acquisitions: first try -> held
@@ -131,8 +136,10 @@ class GuestSpinlock {
   std::optional<GuestStep> enqueue(GuestKernel& k, Waiter w, Tsc now);
   void new_head(Tsc now);
   GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
-  [[nodiscard]] bool wait_early(std::deque<Waiter>::iterator it) const;
-  GuestStep halt(Waiter& w, bool early);  // pv_wait(): HLT
+  // pv_wait_early()'s verdict on the node at `it`.
+  enum class Early : std::uint8_t { No, PrevHalted, PrevPreempted };
+  [[nodiscard]] Early wait_early(std::deque<Waiter>::iterator it) const;
+  GuestStep halt(Waiter& w, Early early);  // pv_wait(): HLT
 
   SpinlockConfig cfg_;
   const GuestTask* owner_ = nullptr;

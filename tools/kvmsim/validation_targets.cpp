@@ -297,6 +297,79 @@ Experiment t4l() {
   return e;
 }
 
+// --------------------------------------------------------------------- PVQ
+
+// The PV qspinlock of a v5.3 guest under over-commit: ebizzy -M in 1-3
+// guests of 80 vCPUs on an 80-thread two-socket Skylake
+// (scenarios/ebizzy_pvspinlock_revert.yaml). Published by Wanpeng Li, 2019:
+//  - 266e85a5ec9 "KVM: X86: Boost queue head vCPU to mitigate lock waiter
+//    preemption": 1 / 2 / 3 VMs 23520 / 8000 / 3100 records/s ("vanilla"),
+//    25040 / 13600 / 5400 with the patch (kvm.kick_cpu_yield);
+//  - 89340d0935c9, the revert of 75437bb304b2 "locking/pvqspinlock: Don't
+//    wait if vCPU is preempted" (3 VMs): 1700-1800 upstream, 13000-14000
+//    with the revert, host "w/o kvm optimizations"; 4500-5000 and
+//    14000-15500 with d73eb57b80b and 266e85a5ec9 (both boosts on);
+//  - in the same thread (2019-09-10, reply to Waiman Long), the guest's
+//    cumulative lock event counters at two reads 5 s apart: pv_wait_early
+//    189429 -> 202574, pv_vcpu_is_preempted 45588 -> 46336, so 748 of the
+//    13145 early waits of those 5 s (5.7%; "6%" in the mail) came from
+//    vcpu_is_preempted() and not from a halted predecessor. The mail does
+//    not say which host ran it; it is compared with the upstream guest on
+//    the host without the boosts.
+// Ranges are checked at their middle. The 1-VM rate set
+// cost.ebizzy.lock_hold (skylake-sp-gold-6148.yaml); the rest are
+// predictions, reported and not gated (README "PV qspinlock").
+Experiment pvq() {
+  Experiment e;
+  e.id = "PVQ";
+  e.title = "PV qspinlock wait-early and the 2019 host boosts, ebizzy -M, 1-3 x 80 vCPUs on 80 pCPUs";
+  e.scenario = "ebizzy_pvspinlock_revert.yaml";
+  e.runs = {{"vm.count=1", {"vm.count=1"}},
+            {"vm.count=2", {"vm.count=2"}},
+            {"vm.count=3", {"vm.count=3"}},
+            {"vm.count=3 revert", {"vm.count=3", "guest.pv_spinlock_wait_early_preempted=false"}},
+            {"vm.count=3 kick_cpu_yield", {"vm.count=3", "kvm.kick_cpu_yield=true"}},
+            {"vm.count=3 both boosts",
+             {"vm.count=3", "kvm.kick_cpu_yield=true", "kvm.directed_yield_ready=true"}},
+            {"vm.count=3 both boosts, revert",
+             {"vm.count=3", "kvm.kick_cpu_yield=true", "kvm.directed_yield_ready=true",
+              "guest.pv_spinlock_wait_early_preempted=false"}}};
+  e.quick_sets = {"sim.max_simulated_s=0.2"};
+  const std::string key = "ebizzy.records_per_s";
+  const auto rate = [&](std::size_t run, double published, const char* source) {
+    Check c = metric_check(run, key, published, Tolerance::relative(0.25), 0);
+    c.setting = e.runs[run].label + " (" + source + ")";
+    e.checks.push_back(std::move(c));
+  };
+  rate(0, 23520, "266e85a5ec9");
+  rate(1, 8000, "266e85a5ec9");
+  rate(2, 3100, "266e85a5ec9");
+  rate(4, 5400, "266e85a5ec9 with it");
+  rate(2, 1750, "89340d0935c9 thread");
+  rate(3, 13500, "89340d0935c9 thread");
+  rate(5, 4750, "89340d0935c9 thread");
+  rate(6, 14750, "89340d0935c9 thread");
+  Check boost = boost_check("revert boost", 2, 3, key, 13500.0 / 1750.0 * 100 - 100, 0.25);
+  boost.setting = "vm.count=3 upstream -> revert (89340d0935c9 thread)";
+  e.checks.push_back(std::move(boost));
+  Check share;
+  share.metric = "early waits from vcpu_is_preempted()";
+  share.unit = "%";
+  share.decimals = 1;
+  share.runs = {2};
+  share.published = 100.0 * 748 / 13145;
+  share.tolerance = Tolerance::absolute(3);
+  share.simulate = [](const RunRefs& r) {
+    const double early = r[0]->metric("ebizzy.lock.pv_wait_early");
+    return early > 0 ? 100.0 * r[0]->metric("ebizzy.lock.pv_wait_early_preempted") / early : kNaN;
+  };
+  share.setting = "vm.count=3 (89340d0935c9 thread, lock event counters)";
+  e.checks.push_back(std::move(share));
+  for (auto& c : e.checks) c.gated = false;
+  mark_calibration(e, 0, 1);  // the 1-VM rate: cost.ebizzy.lock_hold
+  return e;
+}
+
 // --------------------------------------------------------------------- T6
 
 Experiment t6() {
@@ -375,8 +448,8 @@ Experiment tl3() {
 }  // namespace
 
 const std::vector<Experiment>& validation_targets() {
-  static const std::vector<Experiment> targets = {t1(),  t2(), t3(),  t4(),
-                                                  t4l(), t6(), tl2(), tl3()};
+  static const std::vector<Experiment> targets = {t1(),  t2(),  t3(),  t4(), t4l(),
+                                                  pvq(), t6(), tl2(), tl3()};
   return targets;
 }
 
