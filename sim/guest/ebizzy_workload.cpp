@@ -359,6 +359,7 @@ class EbizzyWorkload : public Workload {
       GuestMm::report_stats(mms_[i]->stats(), clk, m, fmt::format("tlb.vm{}.", i));
       all += mms_[i]->stats();
       sem_all += sems_[i]->stats();
+      locks_[i]->close_accounting(now_tsc());
       lock_all += locks_[i]->stats();
       sum += r;
     }
@@ -378,8 +379,12 @@ class EbizzyWorkload : public Workload {
     GuestMm::report_stats(all, clk, m, "tlb.");
     // mm->mmap_sem of the VMs' ebizzy processes, summed.
     GuestRwsem::report_stats(sem_all, clk, m, "mmap_sem.");
-    // ebizzy.lock_sections: the guest-wide spinlock of the VMs, summed.
-    if (sections_ > 0) GuestSpinlock::report_stats(lock_all, clk, m, "ebizzy.lock.");
+    // ebizzy.lock_sections: the guest-wide spinlock of the VMs, summed
+    // (queue_len_avg: nodes queued per lock, averaged over the run and the VMs;
+    // last_drain_s: the latest time any of the VMs' queues drained).
+    if (sections_ > 0)
+      GuestSpinlock::report_stats(lock_all, clk, m, "ebizzy.lock.",
+                                  now_tsc() * static_cast<Tsc>(locks_.size()));
     // The initiators' time in csd_lock_wait() for flush acknowledgements.
     m["ebizzy.flush_wait_s"] = clk.to_s(static_cast<double>(all.wait_cycles));
     // Its on-CPU part as a share of the guests' CPU time (the vCPU threads'

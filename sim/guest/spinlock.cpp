@@ -24,6 +24,9 @@ SpinlockStats& SpinlockStats::operator+=(const SpinlockStats& o) {
   handoff_cycles += o.handoff_cycles;
   handoff_off_cpu_cycles += o.handoff_off_cpu_cycles;
   free_halted_head_cycles += o.free_halted_head_cycles;
+  queue_drains += o.queue_drains;
+  queue_len_cycles += o.queue_len_cycles;
+  last_drain = std::max(last_drain, o.last_drain);
   return *this;
 }
 
@@ -51,6 +54,7 @@ void GuestSpinlock::wake_stealers() {
 std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, Waiter w, Tsc now) {
   w.head = queue_.empty();
   w.budget = spin_budget();
+  account_queue(now);
   queue_.push_back(w);
   if (!cfg_.pv) return GuestStep::spin(Stage::Guest);
   if (w.head) {
@@ -191,7 +195,9 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
   }
   if (w.head && owner_ == nullptr) {  // the head finds the lock free (after a kick)
     const Waiter me = w;
+    account_queue(now);
     queue_.pop_front();
+    popped(now);
     take(k, t, &me, now);
     new_head(now);
     if (queue_.empty()) wake_stealers();  // no tail: they queue
@@ -231,7 +237,9 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
     return head.cpu->cpu();
   }
   waiting_ = head;
+  account_queue(now);
   queue_.pop_front();
+  popped(now);
   ++stats_.handoffs;
   released_delay0_ = waiting_.cpu->vcpu().se().run_delay_at(now);
   owner_ = waiting_.task;
@@ -242,7 +250,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
 }
 
 void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Metrics& m,
-                                 const std::string& prefix) {
+                                 const std::string& prefix, Tsc run_cycles) {
   const auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   m[prefix + "acquires"] = d(s.acquires);
   m[prefix + "contended"] = d(s.contended);
@@ -260,6 +268,11 @@ void GuestSpinlock::report_stats(const SpinlockStats& s, const TscClock& clk, Me
   m[prefix + "handoff_s"] = clk.to_s(static_cast<double>(s.handoff_cycles));
   m[prefix + "handoff_off_cpu_s"] = clk.to_s(static_cast<double>(s.handoff_off_cpu_cycles));
   m[prefix + "free_halted_head_s"] = clk.to_s(static_cast<double>(s.free_halted_head_cycles));
+  m[prefix + "queue_drains"] = d(s.queue_drains);
+  m[prefix + "last_drain_s"] = clk.to_s(static_cast<double>(s.last_drain));
+  if (run_cycles > 0)
+    m[prefix + "queue_len_avg"] =
+        static_cast<double>(s.queue_len_cycles) / static_cast<double>(run_cycles);
 }
 
 }  // namespace kvmsim

@@ -86,6 +86,13 @@ struct SpinlockStats {
   Tsc handoff_cycles = 0;      // ... until the head's CPU saw it (its vCPU off its pCPU: longer)
   Tsc handoff_off_cpu_cycles = 0;   // ... of which the head's vCPU thread was off its pCPU
   Tsc free_halted_head_cycles = 0;  // PV: free, the queue head halted or kicked (open to steals)
+  // The MCS queue itself: how often it drained (the last node left it) and
+  // its length integrated over time (queue_len_avg = this / run length).
+  // A queue that never drains keeps every newcomer behind a halted node once
+  // one halted (pv_wait_early(): the cascade).
+  std::uint64_t queue_drains = 0;
+  Tsc queue_len_cycles = 0;  // sum over time of (nodes queued) x cycles
+  Tsc last_drain = 0;        // when it last drained (0: never)
   SpinlockStats& operator+=(const SpinlockStats& o);
 };
 
@@ -101,8 +108,11 @@ class GuestSpinlock {
   int unlock(GuestKernel& k, Tsc now);
   [[nodiscard]] const SpinlockStats& stats() const { return stats_; }
   [[nodiscard]] const SpinlockConfig& config() const { return cfg_; }
+  // `run_cycles`: the run's length (for queue_len_avg; 0 leaves it out).
   static void report_stats(const SpinlockStats& s, const TscClock& clk, Metrics& m,
-                           const std::string& prefix);
+                           const std::string& prefix, Tsc run_cycles = 0);
+  // Brings queue_len_cycles up to `now` (before the stats are read).
+  void close_accounting(Tsc now) { account_queue(now); }
 
  private:
   struct Waiter {
@@ -132,6 +142,17 @@ class GuestSpinlock {
     return !queue_.empty() && queue_.front().head && !queue_.front().halted;
   }
   void wake_stealers();  // the lock word changed: the unfair spinners look again
+  // The queue's length is about to change at `now`: integrate it so far.
+  void account_queue(Tsc now) {
+    stats_.queue_len_cycles += static_cast<Tsc>(queue_.size()) * (now - queue_since_);
+    queue_since_ = now;
+  }
+  void popped(Tsc now) {  // after a pop_front()
+    if (queue_.empty()) {
+      ++stats_.queue_drains;
+      stats_.last_drain = now;
+    }
+  }
   // Joins the MCS queue with the wait that began at w.since.
   std::optional<GuestStep> enqueue(GuestKernel& k, Waiter w, Tsc now);
   void new_head(Tsc now);
@@ -155,6 +176,7 @@ class GuestSpinlock {
   // loop, or (PV) in pv_hybrid_queued_unfair_trylock()'s loop.
   std::deque<Waiter> stealers_;
   Waiter waiting_{};  // the head the lock was handed to, until it takes it
+  Tsc queue_since_ = 0;  // the queue's length last changed
   SpinlockStats stats_;
 };
 

@@ -373,6 +373,12 @@ TEST_CASE("PV qspinlock: waiters halt early in a cascade, heads rarely, kicks wa
   CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") <= m(r, "ebizzy.lock.handoff_s"));
   CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") > 0.5 * m(r, "ebizzy.lock.handoff_s"));
   CHECK(m(r, "ebizzy.lock.hold_s") < 0.5 * run_s);
+  // At 2x over-commit on 8 pCPUs the MCS queue keeps draining (so each
+  // cascade of early halts ends), and it is short on average.
+  CHECK(m(r, "ebizzy.lock.queue_drains") > 100);
+  CHECK(m(r, "ebizzy.lock.last_drain_s") > 0.9 * run_s);
+  CHECK(m(r, "ebizzy.lock.queue_len_avg") > 0);
+  CHECK(m(r, "ebizzy.lock.queue_len_avg") < 4);
   // Native qspinlock (nopvspin): no halts, no kicks.
   const auto n = run_metrics("pvq-16-native", kT4 +
                                                   "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
