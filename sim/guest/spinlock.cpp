@@ -70,10 +70,15 @@ std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, Waiter w, Tsc no
 GuestSpinlock::Early GuestSpinlock::wait_early(std::deque<Waiter>::iterator it) const {
   if (it == queue_.begin() || it->head) return Early::No;
   // pv_wait_early(): READ_ONCE(prev->state) != vcpu_running, or (v4.11-
-  // v5.3) vcpu_is_preempted(prev->cpu), evaluated in that order.
+  // v5.3) vcpu_is_preempted(prev->cpu), evaluated in that order. The guest's
+  // vcpu_is_preempted() (__kvm_vcpu_is_preempted()) reads the steal-time
+  // `preempted` byte: set at vcpu_put (sched-out; in v4.16-v5.18 on every
+  // sched-out, blocking included), cleared by record_steal_time() just
+  // before the next entry.
   const Waiter& prev = *std::prev(it);
   if (prev.halted) return Early::PrevHalted;
-  if (cfg_.wait_early_preempted && !prev.cpu->vcpu().running_on_pcpu())
+  if (cfg_.wait_early_preempted &&
+      (prev.cpu->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) != 0)
     return Early::PrevPreempted;
   return Early::No;
 }
