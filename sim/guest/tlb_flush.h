@@ -39,9 +39,10 @@ struct TlbFlushCosts {
 
 struct TlbFlushStats {
   std::uint64_t flushes = 0;          // flush_tlb_mm_range() calls with other CPUs in the mask
-  // Of those, the ones that sent IPIs and so waited in csd_lock_wait(); with
-  // PV flush, a flush whose targets were all PREEMPTED sends none and does
-  // not wait.
+  // Of those, the ones that sent IPIs and so waited in csd_lock_wait(),
+  // counted when they send. The rest: with PV flush, flushes whose targets
+  // were all PREEMPTED (they send none and do not wait), and flushes the
+  // run's end caught between the PV check and the sends.
   std::uint64_t ipi_flushes = 0;
   std::uint64_t targets = 0;          // other CPUs in the mask, summed over flushes
   std::uint64_t ipi_targets = 0;      // of those, sent a CALL_FUNCTION IPI

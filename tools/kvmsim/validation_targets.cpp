@@ -337,7 +337,7 @@ Experiment pvq() {
   const auto run = [&](int vms, const std::vector<std::string>& host, const char* host_label,
                        bool revert) {
     RunSetting r;
-    r.label = "vm.count=" + std::to_string(vms) + ", " + host_label + (revert ? ", revert" : "");
+    r.label = "vm.count=" + std::to_string(vms) + " " + host_label + (revert ? " revert" : "");
     r.sets = host;
     r.sets.push_back("vm.count=" + std::to_string(vms));
     if (revert) r.sets.emplace_back("guest.pv_spinlock_wait_early_preempted=false");
@@ -348,14 +348,14 @@ Experiment pvq() {
   const std::size_t d1 = run(1, d73, "d73eb57b80b", false);
   const std::size_t d2 = run(2, d73, "d73eb57b80b", false);
   const std::size_t d3 = run(3, d73, "d73eb57b80b", false);
-  const std::size_t n1 = run(1, none, "no boost", false);
-  const std::size_t n2 = run(2, none, "no boost", false);
-  const std::size_t n3 = run(3, none, "no boost", false);
-  const std::size_t b1 = run(1, both, "both boosts", false);
-  const std::size_t b2 = run(2, both, "both boosts", false);
-  const std::size_t b3 = run(3, both, "both boosts", false);
-  const std::size_t n3r = run(3, none, "no boost", true);
-  const std::size_t b3r = run(3, both, "both boosts", true);
+  const std::size_t n1 = run(1, none, "no-boost", false);
+  const std::size_t n2 = run(2, none, "no-boost", false);
+  const std::size_t n3 = run(3, none, "no-boost", false);
+  const std::size_t b1 = run(1, both, "both-boosts", false);
+  const std::size_t b2 = run(2, both, "both-boosts", false);
+  const std::size_t b3 = run(3, both, "both-boosts", false);
+  const std::size_t n3r = run(3, none, "no-boost", true);
+  const std::size_t b3r = run(3, both, "both-boosts", true);
   e.quick_sets = {"sim.max_simulated_s=0.2"};
   const std::string key = "ebizzy.records_per_s";
   const auto rate = [&](std::size_t r, double published, const char* source) {
@@ -377,7 +377,7 @@ Experiment pvq() {
   rate(n3r, 13500, "89340d0935c9 thread");
   rate(b3r, 14750, "89340d0935c9 thread");
   Check gain = boost_check("revert boost", n3, n3r, key, 13500.0 / 1750.0 * 100 - 100, 0.25);
-  gain.setting = "vm.count=3, no boost: upstream -> revert (89340d0935c9 thread)";
+  gain.setting = "vm.count=3 no-boost: upstream -> revert (89340d0935c9 thread)";
   e.checks.push_back(std::move(gain));
   Check share;
   share.metric = "early waits from vcpu_is_preempted()";
