@@ -359,8 +359,7 @@ class EbizzyWorkload : public Workload {
       GuestMm::report_stats(mms_[i]->stats(), clk, m, fmt::format("tlb.vm{}.", i));
       all += mms_[i]->stats();
       sem_all += sems_[i]->stats();
-      locks_[i]->close_accounting(now_tsc());
-      lock_all += locks_[i]->stats();
+      lock_all += locks_[i]->stats_at(now_tsc());
       sum += r;
     }
     m["ebizzy.records_per_s"] = stats_.empty() ? 0 : sum / static_cast<double>(stats_.size());

@@ -200,9 +200,7 @@ std::optional<GuestStep> GuestSpinlock::lock(GuestKernel& k, const GuestTask* t,
   }
   if (w.head && owner_ == nullptr) {  // the head finds the lock free (after a kick)
     const Waiter me = w;
-    account_queue(now);
-    queue_.pop_front();
-    popped(now);
+    pop_queue_front(now);
     take(k, t, &me, now);
     new_head(now);
     if (queue_.empty()) wake_stealers();  // no tail: they queue
@@ -242,9 +240,7 @@ int GuestSpinlock::unlock(GuestKernel& k, Tsc now) {
     return head.cpu->cpu();
   }
   waiting_ = head;
-  account_queue(now);
-  queue_.pop_front();
-  popped(now);
+  pop_queue_front(now);
   ++stats_.handoffs;
   released_delay0_ = waiting_.cpu->vcpu().se().run_delay_at(now);
   owner_ = waiting_.task;

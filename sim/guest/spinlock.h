@@ -75,11 +75,11 @@ struct SpinlockStats {
   // counter Wanpeng Li added for Waiman Long in the 2019 revert thread
   // (pv_vcpu_is_preempted) counts the same.
   std::uint64_t pv_wait_early_preempted = 0;
-  std::uint64_t pv_wait_head = 0;    // PV: halts of the queue head
-  std::uint64_t pv_kick = 0;         // PV: unlocks that kicked a halted head
-  Tsc wait_cycles = 0;               // contended acquisitions: first try -> held
-  Tsc wait_off_cpu_cycles = 0;       // of which the waiter's own vCPU thread was off its pCPU
-  Tsc hold_cycles = 0;               // acquired -> released
+  std::uint64_t pv_wait_head = 0;  // PV: halts of the queue head
+  std::uint64_t pv_kick = 0;       // PV: unlocks that kicked a halted head
+  Tsc wait_cycles = 0;             // contended acquisitions: first try -> held
+  Tsc wait_off_cpu_cycles = 0;     // of which the waiter's own vCPU thread was off its pCPU
+  Tsc hold_cycles = 0;             // acquired -> released
   // Where a free lock's time goes (the lock is per guest, so these add up
   // to at most the run's length per lock):
   std::uint64_t handoffs = 0;  // unlocks that handed the lock to a spinning queue head
@@ -108,11 +108,15 @@ class GuestSpinlock {
   int unlock(GuestKernel& k, Tsc now);
   [[nodiscard]] const SpinlockStats& stats() const { return stats_; }
   [[nodiscard]] const SpinlockConfig& config() const { return cfg_; }
+  // The statistics with queue_len_cycles integrated up to `now`.
+  [[nodiscard]] SpinlockStats stats_at(Tsc now) const {
+    SpinlockStats s = stats_;
+    s.queue_len_cycles += static_cast<Tsc>(queue_.size()) * (now - queue_since_);
+    return s;
+  }
   // `run_cycles`: the run's length (for queue_len_avg; 0 leaves it out).
   static void report_stats(const SpinlockStats& s, const TscClock& clk, Metrics& m,
                            const std::string& prefix, Tsc run_cycles = 0);
-  // Brings queue_len_cycles up to `now` (before the stats are read).
-  void close_accounting(Tsc now) { account_queue(now); }
 
  private:
   struct Waiter {
@@ -147,7 +151,10 @@ class GuestSpinlock {
     stats_.queue_len_cycles += static_cast<Tsc>(queue_.size()) * (now - queue_since_);
     queue_since_ = now;
   }
-  void popped(Tsc now) {  // after a pop_front()
+  // queue_.pop_front() with its accounting (length integral, drains).
+  void pop_queue_front(Tsc now) {
+    account_queue(now);
+    queue_.pop_front();
     if (queue_.empty()) {
       ++stats_.queue_drains;
       stats_.last_drain = now;
@@ -175,7 +182,7 @@ class GuestSpinlock {
   // CPUs spinning outside the MCS queue: in virt_spin_lock()'s test-and-set
   // loop, or (PV) in pv_hybrid_queued_unfair_trylock()'s loop.
   std::deque<Waiter> stealers_;
-  Waiter waiting_{};  // the head the lock was handed to, until it takes it
+  Waiter waiting_{};     // the head the lock was handed to, until it takes it
   Tsc queue_since_ = 0;  // the queue's length last changed
   SpinlockStats stats_;
 };
