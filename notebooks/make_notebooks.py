@@ -287,10 +287,10 @@ plt.tight_layout(); plt.show()
 bt.round(1)'''),
     new_markdown_cell('''\
 **What is still short** (README, "PV TLB flush and ebizzy"). With the scenario as published
-(5 simulated s), native lands at +10.6% (16 vCPUs), +38% and +50% (24, 32); PV comes out at
+(5 simulated s), native lands at +11.9% (16 vCPUs), +44% and +56% (24, 32); PV comes out at
 ~0.9 of the 8-vCPU rate where the published runs kept 0.33-0.48, so the PV rows are
 1.9-2.7x high and the boost about twice the published one. In the model, the PV guest's
-pCPUs stay 99.5% busy and about 86% of their time is record work (16 vCPUs, 5 s: 45583
+pCPUs stay 99.5% busy and about 86% of their time is record work (16 vCPUs, 5 s: 45535
 records of ~0.75 ms in 40 pCPU-s); the flush waits spend 3.5 of those 40 s on a pCPU, and
 lock waiters mostly halt, which frees their pCPU. Costlier host context switches, longer lock holds, the other guest
 spinlock variants and a kernel-mode share of the record were tried as probes and do not
