@@ -235,12 +235,11 @@ void Vcpu::kick(Tsc now, int from_cpu) {
   } else if (state_ == State::Blocked) {
     // Already woken (another vCPU's IPI kicked it): the wake-up is on its way.
     if (se().on_rq) return;
-    // Halted with IF clear (kvm_wait()): the timer is injected into the IRR
-    // and the vCPU keeps sleeping until the PV kick (the wake-and-sleep-again
-    // round trip is not modelled).
-    if (!vcpu_runnable()) return;
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
-    // kvm_vcpu_wake_up() -> WRITE_ONCE(vcpu->ready, true) (v5.3+).
+    // kvm_vcpu_wake_up() -> WRITE_ONCE(vcpu->ready, true) (v5.3+). Halted
+    // with IF clear (kvm_wait()) the thread is woken all the same; its
+    // kvm_vcpu_check_block() finds nothing it can take and it sleeps again
+    // (rewait_block()).
     ready_ = true;
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -299,10 +298,10 @@ bool Vcpu::in_guest_mode_for_ipi() const {
 Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
   if (state_ == State::Blocked) {
     if (se().on_rq) return 0;  // already woken: the wake-up is on its way
-    // Halted with IF clear: KVM wakes the thread, kvm_vcpu_check_block()
-    // finds nothing runnable and it sleeps again (that round trip is not
-    // modelled); the vector waits in the IRR.
-    if (!vcpu_runnable()) return 0;
+    // Halted with IF clear, KVM wakes the thread all the same
+    // (kvm_vcpu_kick() -> kvm_vcpu_wake_up() does not look at RFLAGS.IF); its
+    // kvm_vcpu_check_block() finds nothing it can take and it sleeps again
+    // (rewait_block()). The vector waits in the IRR.
     lapic_.count_kick();
     ready_ = true;  // kvm_vcpu_wake_up(): vcpu->ready (v5.3+)
     const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
@@ -428,8 +427,12 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       after_poll(now);
       break;
     case State::Blocked:
-      // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup).
       stats_.blocked_cycles += now - block_start_;
+      if (!vcpu_runnable()) {  // woken by an interrupt a halt with IF clear cannot take
+        rewait_block(now);
+        break;
+      }
+      // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup).
       finish_halt(now, true);
       end_block(now, costs_.vcpu_wakeup(rng()));
       break;
@@ -563,9 +566,33 @@ void Vcpu::resched_requested(Pcpu& /*cpu*/, Tsc now) {
   if (state_ == State::Poll) pcpu_->shorten_segment(now);
 }
 
+// The kvm_vcpu_block() loop after a wake-up that kvm_vcpu_check_block()
+// rejects (an interrupt, or the vCPU's own timer, reached a halt with
+// RFLAGS.IF clear, i.e. the PV qspinlock's kvm_wait() -> halt()): the thread
+// was woken and switched in (kvm_sched_in -> vcpu_load; the steal-time
+// `preempted` byte stays set, as there is no entry), and goes back to
+// schedule() without a trace event; only pv_unhalted ends this halt. The
+// waker paid try_to_wake_up(), this pCPU two switches and this stage, and the
+// task the wake-up preempted waits meanwhile.
+void Vcpu::rewait_block(Tsc now) {
+  ++stats_.spurious_wakeups;
+  hp_stats_.wait_cycles += now - block_start_;
+  block_start_ = now;
+  rewaiting_ = true;
+  state_ = State::Block;
+  pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, costs_.vcpu_block(rng()));
+}
+
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
+  if (vcpu_runnable() && rewaiting_) {  // the PV kick came during the re-check
+    rewaiting_ = false;
+    block_kicked_ = false;
+    finish_halt(now, true);
+    end_block(now, costs_.vcpu_block_abort(rng()));
+    return;
+  }
   if (vcpu_runnable()) {
     const bool kicked = block_kicked_;
     block_kicked_ = false;
@@ -579,8 +606,11 @@ void Vcpu::after_block(Tsc now) {
     return;
   }
   block_kicked_ = false;
-  ++stats_.blocks;
-  ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
+  if (!rewaiting_) {  // the halt's first sleep (kvm_vcpu_block() entry)
+    ++stats_.blocks;
+    ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
+  }
+  rewaiting_ = false;
   block_start_ = now;
   state_ = State::Blocked;
   pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs

@@ -236,6 +236,10 @@ struct VcpuStats {
   std::uint64_t ple_window_grows = 0;  // grow_ple_window() raised vmx->ple_window
   std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
   std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
+  // Wake-ups of a thread halted with RFLAGS.IF clear by an interrupt it
+  // cannot take: kvm_vcpu_block() ran kvm_vcpu_check_block(), found nothing
+  // and slept again.
+  std::uint64_t spurious_wakeups = 0;
   std::uint32_t ple_window_peak = 0;   // the largest vmx->ple_window reached (max over vCPUs)
   VcpuStats& operator+=(const VcpuStats& o) {
     exits += o.exits;
@@ -256,6 +260,7 @@ struct VcpuStats {
     directed_yields += o.directed_yields;
     pv_kicks += o.pv_kicks;
     pv_kick_wakeups += o.pv_kick_wakeups;
+    spurious_wakeups += o.spurious_wakeups;
     directed_yields_remote += o.directed_yields_remote;
     directed_yield_ipis_saved += o.directed_yield_ipis_saved;
     yield_to_failed += o.yield_to_failed;
@@ -405,6 +410,7 @@ class Vcpu : public HostThread {
   void vcpu_block(Tsc now);
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
+  void rewait_block(Tsc now);
   void send_icr_ipi(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
@@ -444,6 +450,7 @@ class Vcpu : public HostThread {
   bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
   bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
   bool block_kicked_ = false;      // a remote kick came during the Block stage
+  bool rewaiting_ = false;         // the Block stage after a spurious wake-up (IF clear)
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
                                             // remote wake-up of the blocked thread is on its way
   bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way

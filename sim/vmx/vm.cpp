@@ -139,6 +139,8 @@ void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
   m["vcpu.blocks"] = static_cast<double>(vs.blocks);
   m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
+  if (vs.spurious_wakeups)  // only guests that halt with IF clear (PV qspinlock waits)
+    m["vcpu.spurious_wakeups"] = static_cast<double>(vs.spurious_wakeups);
   if (vs.pv_kicks) {  // only guests whose PV qspinlocks halted waiters
     m["vcpu.pv_kicks"] = static_cast<double>(vs.pv_kicks);
     m["vcpu.pv_kick_wakeups"] = static_cast<double>(vs.pv_kick_wakeups);
