@@ -37,7 +37,8 @@
 //    takes the lock whenever it is free (lock stealing); it queues once
 //    the head spins again (pending set) or the queue is gone.
 // Not modelled: the pending-bit fast path for the first contender (it is
-// the head here), and the spurious wake-ups of a halted waiter.
+// the head here). The host side of a halted waiter's wake-ups by IPIs and
+// timers it cannot take is in sim/vmx/vcpu.cpp (rewait_block, restart_halt).
 #pragma once
 
 #include <cstdint>

@@ -238,8 +238,9 @@ void Vcpu::kick(Tsc now, int from_cpu) {
     // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
     // kvm_vcpu_wake_up() -> WRITE_ONCE(vcpu->ready, true) (v5.3+). Halted
     // with IF clear (kvm_wait()) the thread is woken all the same; its
-    // kvm_vcpu_check_block() finds nothing it can take and it sleeps again
-    // (rewait_block()).
+    // kvm_vcpu_check_block() then sees this pending timer and the block
+    // ends without the halt (restart_halt()).
+    woken_in_vain_ = !vcpu_runnable();
     ready_ = true;
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -268,7 +269,9 @@ bool Vcpu::vcpu_runnable() const {
 Tsc Vcpu::pv_kick(Vcpu& sender, Tsc at) {
   pv_unhalted_ = true;
   ++sender.stats_.pv_kicks;
-  if (state_ == State::Blocked && !se().on_rq) ++sender.stats_.pv_kick_wakeups;
+  // A thread woken in vain and not yet running is still in this halt, which
+  // the kick ends.
+  if (state_ == State::Blocked && (!se().on_rq || woken_in_vain_)) ++sender.stats_.pv_kick_wakeups;
   return kick_from(sender, at);
 }
 
@@ -302,6 +305,7 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
     // (kvm_vcpu_kick() -> kvm_vcpu_wake_up() does not look at RFLAGS.IF); its
     // kvm_vcpu_check_block() finds nothing it can take and it sleeps again
     // (rewait_block()). The vector waits in the IRR.
+    woken_in_vain_ = !vcpu_runnable();
     lapic_.count_kick();
     ready_ = true;  // kvm_vcpu_wake_up(): vcpu->ready (v5.3+)
     const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
@@ -428,8 +432,13 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       break;
     case State::Blocked:
       stats_.blocked_cycles += now - block_start_;
+      woken_in_vain_ = false;
       if (!vcpu_runnable()) {  // woken by an interrupt a halt with IF clear cannot take
-        rewait_block(now);
+        if (lapic_.pending()) {
+          restart_halt(now, true);
+        } else {
+          rewait_block(now);
+        }
         break;
       }
       // Woken: kvm_vcpu_block() returns (trace kvm_vcpu_wakeup).
@@ -439,6 +448,10 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
     case State::Wakeup:
     case State::Preempted:
       begin_vcpu_enter_guest(now);
+      break;
+    case State::HaltRestart:
+      halt_restart_ = true;
+      vcpu_block(now);
       break;
   }
 }
@@ -466,7 +479,9 @@ void Vcpu::after_handle_exit(Tsc now) {
 // then kvm_vcpu_halt() -> kvm_vcpu_block() prepares to wait. Halt polling is
 // not modelled (kvm.halt_poll_ns = 0): the thread schedules out.
 void Vcpu::vcpu_block(Tsc now) {
-  hv_timer_before_block_ = lapic_.hv_timer_in_use();
+  // A restart keeps the first block's timer state: KVM's post_block switched
+  // back to the hv timer and pre_block away from it again (nothing armed).
+  if (!halt_restart_) hv_timer_before_block_ = lapic_.hv_timer_in_use();
   // kvm_vcpu_check_block() before any waiting: a vector another vCPU sent
   // during the HLT exit is already in the IRR/PIR. (A timer that fired then
   // is still found only at the end of the block stage, as before.)
@@ -524,6 +539,10 @@ void Vcpu::after_poll(Tsc now) {
     end_block(now, costs_.halt_poll_exit(rng()));
     return;
   }
+  if (lapic_.pending()) {  // IF clear, its own timer: the poll ended the block
+    restart_halt(now, false);
+    return;
+  }
   state_ = State::Block;
   pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, costs_.vcpu_block(rng()));
 }
@@ -576,11 +595,28 @@ void Vcpu::resched_requested(Pcpu& /*cpu*/, Tsc now) {
 // task the wake-up preempted waits meanwhile.
 void Vcpu::rewait_block(Tsc now) {
   ++stats_.spurious_wakeups;
+  halt_restart_ = false;
   hp_stats_.wait_cycles += now - block_start_;
   block_start_ = now;
   rewaiting_ = true;
   state_ = State::Block;
   pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, costs_.vcpu_block(rng()));
+}
+
+// The vCPU's own timer fired while it was halted with RFLAGS.IF clear:
+// kvm_vcpu_check_block() returns -EINTR for kvm_cpu_has_pending_timer()
+// without KVM_REQ_UNHALT, so kvm_vcpu_block() ends (kvm_vcpu_wakeup, the
+// poll window update); vcpu_run() moves the timer to the IRR
+// (kvm_inject_pending_timer_irqs()) and, the vCPU still halted, calls
+// vcpu_block() again: a new kvm_vcpu_block(), which may poll. The halt
+// itself goes on (one HLT exit, one `blocks`); only the PV kick ends it.
+void Vcpu::restart_halt(Tsc now, bool waited) {
+  ++stats_.spurious_wakeups;
+  rewaiting_ = false;
+  block_kicked_ = false;
+  finish_halt(now, waited);
+  state_ = State::HaltRestart;
+  pcpu_->run_for(Stage::VcpuRun, SegKind::HostIrqOn, lapic_.inject_pending_timer_irqs(now));
 }
 
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
@@ -605,12 +641,17 @@ void Vcpu::after_block(Tsc now) {
     end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }
+  if (lapic_.pending()) {           // IF clear, its own timer: no sleep, this block ends
+    restart_halt(now, rewaiting_);  // it slept before if this is a re-check
+    return;
+  }
   block_kicked_ = false;
-  if (!rewaiting_) {  // the halt's first sleep (kvm_vcpu_block() entry)
-    ++stats_.blocks;
+  if (!rewaiting_) {                      // a kvm_vcpu_block() sleeps for the first time
+    if (!halt_restart_) ++stats_.blocks;  // one per halt that slept
     ctx().obs.vcpu_block(vcpu_id_, pcpu_->id(), now);
   }
   rewaiting_ = false;
+  halt_restart_ = false;
   block_start_ = now;
   state_ = State::Blocked;
   pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
@@ -620,6 +661,11 @@ void Vcpu::after_block(Tsc now) {
 // running again, or without sleeping): kvm_lapic_switch_to_hv_timer(), which
 // has nothing to re-arm while the expired timer is pending.
 void Vcpu::end_block(Tsc now, Tsc sched_cost) {
+  // kvm_vcpu_has_events(): with RFLAGS.IF clear only pv_unhalted makes a
+  // halted vCPU runnable.
+  if (guest_->irqs_disabled() && !pv_unhalted_)
+    invariant_failed(comm(), "a halt with IRQs off ended without the PV kick");
+  halt_restart_ = false;
   state_ = State::Wakeup;
   pv_unhalted_ = false;  // vcpu_block(): the halt is over
   if (hv_timer_before_block_) sched_cost += lapic_.switch_to_hv_timer(now);

@@ -237,8 +237,9 @@ struct VcpuStats {
   std::uint64_t pv_kicks = 0;          // KVM_HC_KICK_CPU hypercalls this vCPU made
   std::uint64_t pv_kick_wakeups = 0;   // ... that woke the target from a halt it slept in
   // Wake-ups of a thread halted with RFLAGS.IF clear by an interrupt it
-  // cannot take: kvm_vcpu_block() ran kvm_vcpu_check_block(), found nothing
-  // and slept again.
+  // cannot take: after an IPI kvm_vcpu_check_block() found nothing and the
+  // thread slept again in the same kvm_vcpu_block(); after its own timer
+  // kvm_vcpu_block() returned, the timer went to the IRR and a new one began.
   std::uint64_t spurious_wakeups = 0;
   std::uint32_t ple_window_peak = 0;   // the largest vmx->ple_window reached (max over vCPUs)
   VcpuStats& operator+=(const VcpuStats& o) {
@@ -392,11 +393,12 @@ class Vcpu : public HostThread {
     Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
     HostIrq,
     HandleExit,
-    Poll,      // kvm_vcpu_halt(): halt polling
-    Block,     // vcpu_block() before schedule()
-    Blocked,   // the thread sleeps; the pCPU idles
-    Wakeup,    // back from kvm_vcpu_block()
-    Preempted  // scheduled out at a preemption point of the vcpu_run loop
+    Poll,         // kvm_vcpu_halt(): halt polling
+    Block,        // vcpu_block() before schedule()
+    Blocked,      // the thread sleeps; the pCPU idles
+    Wakeup,       // back from kvm_vcpu_block()
+    Preempted,    // scheduled out at a preemption point of the vcpu_run loop
+    HaltRestart,  // vcpu_run(): timer to the IRR, then vcpu_block() again (still halted)
   };
 
   void begin_vcpu_enter_guest(Tsc now);
@@ -411,6 +413,7 @@ class Vcpu : public HostThread {
   void after_block(Tsc now);
   void end_block(Tsc now, Tsc sched_cost);
   void rewait_block(Tsc now);
+  void restart_halt(Tsc now, bool waited);
   void send_icr_ipi(Tsc now);
   bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
   [[nodiscard]] bool vcpu_runnable() const;
@@ -451,6 +454,8 @@ class Vcpu : public HostThread {
   bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
   bool block_kicked_ = false;      // a remote kick came during the Block stage
   bool rewaiting_ = false;         // the Block stage after a spurious wake-up (IF clear)
+  bool halt_restart_ = false;      // vcpu_block() again after a timer ended kvm_vcpu_block()
+  bool woken_in_vain_ = false;     // woken while halted with IF clear, not yet running
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
                                             // remote wake-up of the blocked thread is on its way
   bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way

@@ -401,25 +401,29 @@ TEST_CASE("native flush waits longer when its targets wait for a lock with IRQs 
   CHECK(m(with, "tlb.wait_avg_us") > 1.15 * m(without, "tlb.wait_avg_us"));
 }
 
-// kvm_vcpu_kick() wakes a halted vCPU's thread whatever its RFLAGS.IF: a
-// flush IPI (or its own timer) reaching a vCPU halted in kvm_wait() with
-// IRQs off wakes it, kvm_vcpu_check_block() finds nothing it can take, and
-// the thread sleeps again within the same halt (no second block, no
-// kvm_vcpu_wakeup). Each such round trip is a host wake-up. A guest whose
-// lock waiters never halt (nopvspin) has none.
-TEST_CASE("a vCPU halted with IRQs off is woken by an IPI and sleeps again until the PV kick",
-          "[cli][tlb]") {
+// kvm_vcpu_kick() wakes a halted vCPU's thread whatever its RFLAGS.IF. A
+// vCPU halted in kvm_wait() with IRQs off is woken by a flush IPI (the
+// thread finds nothing it can take and sleeps again in the same
+// kvm_vcpu_block()) or by its own timer (kvm_vcpu_block() ends, the timer
+// goes to the IRR, a new one begins). Either way the halt goes on: one HLT
+// exit sleeps at most once in `blocks`, and only the PV kick ends it (an
+// invariant of every run: "a halt with IRQs off ended without the PV
+// kick"). A guest whose lock waiters never halt (nopvspin) has none.
+TEST_CASE(
+    "a vCPU halted with IRQs off is woken by an IPI or its timer and halts on until the PV kick",
+    "[cli][tlb]") {
   const std::string n16 = "--set vm.vcpus=16 --set sim.max_simulated_s=0.5 ";
   const auto r = run_metrics("ifclear-16", kT4 + n16);
   CHECK(m(r, "invariants.violations") == 0);
   const double spurious = r.contains("vcpu.spurious_wakeups") ? m(r, "vcpu.spurious_wakeups") : 0;
-  INFO("halts " << m(r, "vcpu.halts") << ", blocks " << m(r, "vcpu.blocks") << ", spurious "
-                << spurious << ", kick wake-ups " << m(r, "vcpu.pv_kick_wakeups")
-                << ", host wake-ups " << m(r, "host.sched.wakeups"));
+  INFO("halts " << m(r, "vcpu.halts") << ", blocks " << m(r, "vcpu.blocks") << ", woken in vain "
+                << spurious << ", PV kicks " << m(r, "vcpu.pv_kicks") << " (woke "
+                << m(r, "vcpu.pv_kick_wakeups") << ")");
   CHECK(spurious > 10);
-  // A halt sleeps once however often it is woken in vain.
   CHECK(m(r, "vcpu.blocks") <= m(r, "vcpu.halts"));
-  CHECK(m(r, "host.sched.wakeups") >= m(r, "vcpu.pv_kick_wakeups") + spurious);
+  // A kick that reaches a thread woken in vain still ends its halt.
+  CHECK(m(r, "vcpu.pv_kick_wakeups") <= m(r, "vcpu.pv_kicks"));
+  CHECK(m(r, "vcpu.pv_kick_wakeups") >= 0.9 * m(r, "vcpu.pv_kicks"));
   const auto n = run_metrics("ifclear-16-nopvspin", kT4 + n16 + "--set guest.pv_spinlock=false");
   CHECK(m(n, "invariants.violations") == 0);
   CHECK_FALSE(n.contains("vcpu.spurious_wakeups"));
