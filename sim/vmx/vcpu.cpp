@@ -240,7 +240,6 @@ void Vcpu::kick(Tsc now, int from_cpu) {
     // with IF clear (kvm_wait()) the thread is woken all the same; its
     // kvm_vcpu_check_block() then sees this pending timer and the block
     // ends without the halt (restart_halt()).
-    woken_in_vain_ = !vcpu_runnable();
     ready_ = true;
     ++(pcpu_->host().wake_up(this, from_cpu, now) ? stats_.kicks : stats_.kicks_lost);
   } else if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
@@ -267,11 +266,12 @@ bool Vcpu::vcpu_runnable() const {
 // kvm_vcpu_kick(). A vCPU that has not halted yet finds pv_unhalted at its
 // halt's kvm_vcpu_check_block() and does not sleep.
 Tsc Vcpu::pv_kick(Vcpu& sender, Tsc at) {
+  // A blocked thread that is asleep, or was woken in vain (IF clear) and is
+  // not running yet, is still in this halt, which the kick ends.
+  if (state_ == State::Blocked && (!se().on_rq || !vcpu_runnable()))
+    ++sender.stats_.pv_kick_wakeups;
   pv_unhalted_ = true;
   ++sender.stats_.pv_kicks;
-  // A thread woken in vain and not yet running is still in this halt, which
-  // the kick ends.
-  if (state_ == State::Blocked && (!se().on_rq || woken_in_vain_)) ++sender.stats_.pv_kick_wakeups;
   return kick_from(sender, at);
 }
 
@@ -305,7 +305,6 @@ Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
     // (kvm_vcpu_kick() -> kvm_vcpu_wake_up() does not look at RFLAGS.IF); its
     // kvm_vcpu_check_block() finds nothing it can take and it sleeps again
     // (rewait_block()). The vector waits in the IRR.
-    woken_in_vain_ = !vcpu_runnable();
     lapic_.count_kick();
     ready_ = true;  // kvm_vcpu_wake_up(): vcpu->ready (v5.3+)
     const Tsc c = lapic_.costs().kick_wakeup(sender.rng());
@@ -432,7 +431,6 @@ void Vcpu::run(Pcpu& /*cpu*/, Tsc now) {
       break;
     case State::Blocked:
       stats_.blocked_cycles += now - block_start_;
-      woken_in_vain_ = false;
       if (!vcpu_runnable()) {  // woken by an interrupt a halt with IF clear cannot take
         if (lapic_.pending()) {
           restart_halt(now, true);
@@ -622,22 +620,20 @@ void Vcpu::restart_halt(Tsc now, bool waited) {
 // kvm_vcpu_check_block() just before schedule(): an interrupt that came in
 // meanwhile means no sleep.
 void Vcpu::after_block(Tsc now) {
-  if (vcpu_runnable() && rewaiting_) {  // the PV kick came during the re-check
-    rewaiting_ = false;
-    block_kicked_ = false;
-    finish_halt(now, true);
-    end_block(now, costs_.vcpu_block_abort(rng()));
-    return;
-  }
   if (vcpu_runnable()) {
-    const bool kicked = block_kicked_;
+    const bool kicked = block_kicked_ || rewaiting_;
     block_kicked_ = false;
-    block_start_ = now;
-    // With halt polling configured the halt ends through the window update
-    // and kvm_vcpu_wakeup as any other (without it the model keeps the
-    // pre-polling behaviour: no event for a halt that never slept).
-    if ((vmx_.halt_poll.max_ns || vmx_.halt_poll.timer_ns) && poll_control_)
-      finish_halt(now, false);
+    if (rewaiting_) {  // the PV kick came during a re-check: this block slept
+      rewaiting_ = false;
+      finish_halt(now, true);
+    } else {
+      block_start_ = now;
+      // With halt polling configured the halt ends through the window update
+      // and kvm_vcpu_wakeup as any other (without it the model keeps the
+      // pre-polling behaviour: no event for a halt that never slept).
+      if ((vmx_.halt_poll.max_ns || vmx_.halt_poll.timer_ns) && poll_control_)
+        finish_halt(now, false);
+    }
     end_block(now, kicked ? costs_.vcpu_block_abort(rng()) : 0);
     return;
   }

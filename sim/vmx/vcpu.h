@@ -455,7 +455,6 @@ class Vcpu : public HostThread {
   bool block_kicked_ = false;      // a remote kick came during the Block stage
   bool rewaiting_ = false;         // the Block stage after a spurious wake-up (IF clear)
   bool halt_restart_ = false;      // vcpu_block() again after a timer ended kvm_vcpu_block()
-  bool woken_in_vain_ = false;     // woken while halted with IF clear, not yet running
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early // a
                                             // remote wake-up of the blocked thread is on its way
   bool exiting_ = false;                    // EXITING_GUEST_MODE: a kick IPI is on its way
