@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/context.h"
+#include "sim/vmx/vcpu_metrics.h"
 
 namespace kvmsim {
 namespace {
@@ -11,27 +12,9 @@ Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.di
 
 VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   VmConfig c;
-  VcpuCosts& vc = c.vcpu_costs;
-  vc.vmexit = S(p, clk, "cost.vmexit");
-  vc.vmx_vcpu_run = S(p, clk, "cost.vmx_vcpu_run");
-  vc.vmentry = S(p, clk, "cost.vmentry");
-  vc.exit_fastpath = S(p, clk, "cost.exit_fastpath");
-  vc.fastpath_wrmsr = S(p, clk, "cost.fastpath_wrmsr");
-  vc.handle_halt = S(p, clk, "cost.handle_halt");
-  vc.vcpu_block = S(p, clk, "cost.vcpu_block");
-  vc.vcpu_wakeup = S(p, clk, "cost.vcpu_wakeup");
-  vc.vcpu_block_abort = S(p, clk, "cost.vcpu_block_abort");
-  vc.halt_poll_exit = S(p, clk, "cost.halt_poll_exit");
-  vc.pv_tlb_flush = S(p, clk, "cost.pv_tlb_flush");
-  vc.handle_pause = S(p, clk, "cost.handle_pause");
-  vc.handle_kick_cpu = S(p, clk, "cost.handle_kick_cpu");
-  vc.handle_sched_yield = S(p, clk, "cost.handle_sched_yield");
-  vc.vcpu_enter_guest_exit_share = p.d("cost.vcpu_enter_guest_exit_share");
-  vc.vcpu_enter_guest = S(p, clk, "cost.vcpu_enter_guest");
-  vc.handle_exit = S(p, clk, "cost.handle_exit");
-  vc.handle_wrmsr = S(p, clk, "cost.handle_wrmsr");
-  vc.handle_preemption_timer = S(p, clk, "cost.handle_preemption_timer");
-  vc.handle_external_interrupt = S(p, clk, "cost.handle_external_interrupt");
+  // The vCPU's run loop and each of its mechanisms read their own keys.
+  c.vcpu_costs = VcpuCosts::from(p, clk);
+  c.vmx = VmxConfig::from(p, clk);
 
   LapicCosts& lc = c.lapic_costs;
   lc.start_hv_timer = S(p, clk, "cost.lapic.start_hv_timer");
@@ -50,36 +33,6 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");
   lc.inject_irq = S(p, clk, "cost.lapic.inject_irq");
 
-  c.vmx.preemption_timer_rate = static_cast<unsigned>(p.i("platform.preemption_timer_rate"));
-  c.vmx.exit_fastpath = p.b("kvm.exit_fastpath");
-  c.vmx.exit_fastpath_timer = p.b("kvm.exit_fastpath_timer");
-  c.vmx.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
-  c.vmx.directed_yield_ready = p.b("kvm.directed_yield_ready");
-  c.vmx.kick_cpu_yield = p.b("kvm.kick_cpu_yield");
-  // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
-  // host side of it is in record_steal_time().
-  c.vmx.pv_tlb_flush = p.b("guest.pv_tlb_flush");
-  c.vmx.steal_time_atomic_preempted = p.b("kvm.steal_time_atomic_preempted");
-  c.vmx.ple_gap = static_cast<std::uint32_t>(p.i("kvm.ple_gap"));
-  c.vmx.ple_window = static_cast<std::uint32_t>(p.i("kvm.ple_window"));
-  c.vmx.ple_window_grow = static_cast<std::uint32_t>(p.i("kvm.ple_window_grow"));
-  c.vmx.ple_window_shrink = static_cast<std::uint32_t>(p.i("kvm.ple_window_shrink"));
-  c.vmx.ple_window_max = static_cast<std::uint32_t>(p.i("kvm.ple_window_max"));
-  HaltPollConfig& hp = c.vmx.halt_poll;
-  hp.max_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns"));
-  hp.grow = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow"));
-  hp.grow_start = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow_start"));
-  hp.shrink = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_shrink"));
-  hp.timer_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_timer"));
-  {
-    const std::string rule = p.s("kvm.halt_poll_rule");
-    hp.rule = rule == "v4.0"    ? HaltPollRule::V4_0
-              : rule == "v4.3"  ? HaltPollRule::V4_3
-              : rule == "v4.7"  ? HaltPollRule::V4_7
-              : rule == "v5.2"  ? HaltPollRule::V5_2
-              : rule == "v5.15" ? HaltPollRule::V5_15
-                                : HaltPollRule::V6_2;
-  }
   LapicConfig& l = c.lapic;
   l.hv_timer_available = p.b("kvm.enable_hv_timer") &&
                          vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate);
@@ -126,60 +79,20 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
 }
 
 void VcpuMetrics::report(Metrics& m, const TscClock& clk) const {
-  VcpuStats vs;
-  WaitLapicExpireStats w;
-  for (const auto* v : vcpus_) {
-    vs += v->stats();
-    w += v->lapic().wait_stats();
-  }
+  // The run loop's counters; every mechanism then reports its own
+  // (vcpu_metrics.h).
+  const VcpuStats vs = sum_over(vcpus_, [](const Vcpu& v) { return v.stats(); });
   m["vmx.hv_timer_fallbacks"] = static_cast<double>(vs.hv_timer_fallbacks);
   m["vmx.fastpath.reenter_guest"] = static_cast<double>(vs.fastpath_reenter);
   m["vmx.fastpath.exit_handled"] = static_cast<double>(vs.fastpath_exit_handled);
-  m["vcpu.halts"] = static_cast<double>(vs.halts);
-  m["vcpu.blocks"] = static_cast<double>(vs.blocks);
-  m["vcpu.blocked_s"] = clk.to_s(static_cast<double>(vs.blocked_cycles));
   m["vcpu.preemptions"] = static_cast<double>(vs.preemptions);
-  if (vs.spurious_wakeups)  // only guests that halt with IF clear (PV qspinlock waits)
-    m["vcpu.spurious_wakeups"] = static_cast<double>(vs.spurious_wakeups);
-  if (vs.pv_kicks) {  // only guests whose PV qspinlocks halted waiters
-    m["vcpu.pv_kicks"] = static_cast<double>(vs.pv_kicks);
-    m["vcpu.pv_kick_wakeups"] = static_cast<double>(vs.pv_kick_wakeups);
-    m["vcpu.kick_yields"] = static_cast<double>(vs.kick_yields);
-  }
-  if (vs.pause_exits) {  // only runs with Pause-Loop Exiting on and PAUSE loops
-    m["vcpu.pause_exits"] = static_cast<double>(vs.pause_exits);
-    m["vcpu.directed_yields"] = static_cast<double>(vs.directed_yields);
-    m["vcpu.directed_yields_remote"] = static_cast<double>(vs.directed_yields_remote);
-    m["vcpu.directed_yield_ipis_saved"] = static_cast<double>(vs.directed_yield_ipis_saved);
-    m["vcpu.yield_to_failed"] = static_cast<double>(vs.yield_to_failed);
-    m["vcpu.yield_to_esrch"] = static_cast<double>(vs.yield_to_esrch);
-    m["vcpu.dy_ineligible"] = static_cast<double>(vs.dy_ineligible);
-    m["vcpu.directed_yields_woken"] = static_cast<double>(vs.directed_yields_woken);
-    m["vcpu.ple_window_grows"] = static_cast<double>(vs.ple_window_grows);
-    m["vcpu.ple_window_peak"] = static_cast<double>(vs.ple_window_peak);
-  }
-  if (vs.sched_yield_calls) {  // only guests with PV sched yield that found a target preempted
-    m["vcpu.sched_yield_calls"] = static_cast<double>(vs.sched_yield_calls);
-    m["vcpu.sched_yields"] = static_cast<double>(vs.sched_yields);
-  }
-  if (vs.pv_tlb_flush_requests || vs.pv_tlb_flushes) {  // only runs that use PV TLB flush
-    m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(vs.pv_tlb_flush_requests);
-    m["vcpu.pv_tlb_flushes"] = static_cast<double>(vs.pv_tlb_flushes);
-  }
-  // Halt polling under the kernel's stat names (halt_attempted_poll, ...).
-  HaltPollStats hp;
-  for (const auto* v : vcpus_) hp += v->halt_poll_stats();
-  m["halt_poll.attempted"] = static_cast<double>(hp.attempted);
-  m["halt_poll.successful"] = static_cast<double>(hp.successful);
-  m["halt_poll.invalid"] = static_cast<double>(hp.invalid);
-  m["halt_poll.grow"] = static_cast<double>(hp.grows);
-  m["halt_poll.shrink"] = static_cast<double>(hp.shrinks);
-  m["halt_poll.success_ns"] = clk.to_ns(static_cast<double>(hp.success_cycles));
-  m["halt_poll.fail_ns"] = clk.to_ns(static_cast<double>(hp.fail_cycles));
-  m["halt_poll.poll_ns_total"] = clk.to_ns(static_cast<double>(hp.success_cycles + hp.fail_cycles));
-  m["halt_poll.wait_ns"] = clk.to_ns(static_cast<double>(hp.wait_cycles));
+  for (const VcpuMetricsReporter r : vcpu_metrics_reporters()) r(vcpus_, m, clk);
+  WaitLapicExpireStats w;
   IpiStats is;
-  for (const auto* v : vcpus_) is += v->lapic().ipi_stats();
+  for (const auto* v : vcpus_) {
+    w += v->lapic().wait_stats();
+    is += v->lapic().ipi_stats();
+  }
   m["ipi.sent"] = static_cast<double>(is.sent);
   m["ipi.accepted"] = static_cast<double>(is.accepted);
   m["ipi.posted"] = static_cast<double>(is.posted);  // delivered without a target exit

@@ -1,0 +1,15 @@
+// The exits that interrupts cause: handle_external_interrupt() (the host's
+// handler already ran in handle_exit_irqoff(), vmx_handle_external_intr)
+// and handle_preemption_timer() -> kvm_lapic_expired_hv_timer() (vmx.c).
+#include "sim/vmx/exit_handlers.h"
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+
+KVMSIM_EXIT_HANDLER(EXTERNAL_INTERRUPT, "cost.handle_external_interrupt",
+                    [](Vcpu& /*v*/, Tsc /*now*/, Tsc /*cost*/) -> Tsc { return 0; });
+
+KVMSIM_EXIT_HANDLER(PREEMPTION_TIMER, "cost.handle_preemption_timer",
+                    [](Vcpu& v, Tsc now, Tsc /*cost*/) { return v.lapic().expired_hv_timer(now); });
+
+}  // namespace kvmsim

@@ -1,0 +1,93 @@
+// kvm_vcpu_kick() (virt/kvm/kvm_main.c) and the delivery of interrupts to the
+// guest: the timer's kick from apic_timer_fn, IPIs from other vCPUs (wake a
+// halted vCPU, or force an exit with a reschedule IPI), posted-interrupt
+// notifications in non-root mode, and the ICR write's send.
+#include "sim/sched/host.h"
+#include "sim/vmx/vcpu.h"
+
+namespace kvmsim {
+
+// kvm_vcpu_kick() from the LAPIC timer: the hrtimer is pinned to this
+// vCPU's pCPU, so apic_timer_fn runs here in root mode. A halted vCPU is
+// woken (KvmHalt::wake_up()); a running one sees the pending request before
+// its next entry (no IPI needed), unless it runs in guest mode on another
+// pCPU.
+void Vcpu::kick(Tsc now, int from_cpu) {
+  if (halt_.wake_up(now, from_cpu)) return;
+  if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
+      pcpu_->current() == this) {
+    ++stats_.kicks;
+    // smp_send_reschedule(): forces a VM exit.
+    pcpu_->host().pcpu(from_cpu).send_ipi(*pcpu_, HostIpi::Reschedule, now);
+  }
+}
+
+bool Vcpu::in_guest_mode_for_ipi() const {
+  switch (state_) {
+    case State::WaitEarly:
+    case State::VmxVcpuRun:
+    case State::WaitLate:
+    case State::VmEntry:
+    case State::InGuest:
+    case State::VmExit:
+    case State::Fastpath:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kvm_vcpu_kick() on another vCPU's thread: kvm_vcpu_wake_up() wakes a
+// vCPU waiting in kvm_vcpu_block() (KvmHalt::wake_up_from()); otherwise, if
+// the target is in guest mode, kvm_arch_vcpu_should_kick() flips it to
+// EXITING_GUEST_MODE and smp_send_reschedule() forces the exit. A second
+// kick before the first landed does nothing (the task is already exiting).
+Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
+  Tsc cost = 0;
+  if (halt_.wake_up_from(sender, at, &cost)) return cost;
+  if (in_guest_mode_for_ipi() && !exiting_) {
+    exiting_ = true;
+    lapic_.count_kick();
+    const Tsc c = lapic_.costs().kick_ipi(sender.rng());
+    sender.pcpu().send_ipi(*pcpu_, HostIpi::Reschedule, at + c);
+    return c;
+  }
+  return 0;
+}
+
+// The CPU's posted-interrupt processing in non-root mode: PIR -> vIRR and,
+// if the guest can take it, virtual-interrupt delivery; the guest step the
+// notification cut short continues after the handler.
+void Vcpu::posted_interrupt(Pcpu& cpu, Tsc now) {
+  guest_->suspend(suspend_remaining(cpu, now));
+  lapic_.sync_pir_to_irr(true);
+  deliver_pending_interrupt(now);
+  guest_step(now);
+}
+
+// Virtual-interrupt delivery (or the injection done at entry): the highest
+// deliverable vector is taken if the guest is interruptible.
+void Vcpu::deliver_pending_interrupt(Tsc now) {
+  if (!guest_->interruptible()) return;
+  const int v = lapic_.ack_interrupt();
+  if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
+}
+
+// The ICR write's kvm_apic_send_ipi() at the end of the decode stage; the
+// rest (accept on the target, notify or kick) is the next stage of the
+// same kind.
+void Vcpu::send_icr_ipi(Tsc now) {
+  icr_send_pending_ = false;
+  const Tsc cost = lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
+                                   static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
+  // handle_fastpath_set_msr_irqoff).
+  ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  if (state_ == State::Fastpath) {
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
+  } else {
+    pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
+  }
+}
+
+}  // namespace kvmsim
