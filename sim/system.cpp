@@ -134,8 +134,8 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   ctx_.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
-  ctx_.run_ahead = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
-  g_run_ahead_now = kTscNever;
+  ctx_.run_ahead.enabled = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
+  ModelTime::reset();
   // Exit statistics, latency breakdown and the guard (fingerprint,
   // invariants, a signal's stop request: run_guard.h), called directly.
   ctx_.obs.set_core(&exit_stats_, &breakdown_, &guard_);
@@ -252,7 +252,7 @@ RunResult System::run() {
   for (auto* v : vcpus_) v->start();
   for (auto& t : host_tasks_) t->start(*host_);
   const Tsc limit = clk.from_ns(p_.d("sim.max_simulated_s") * 1e9);
-  ctx_.run_until = limit;
+  ctx_.run_ahead.run_until = limit;
   const auto wall0 = std::chrono::steady_clock::now();
   sc_core::sc_start(cycles(limit));
   const double wall_s =
@@ -260,9 +260,10 @@ RunResult System::run() {
   if (progress_) progress_->finish();
   if (std::getenv("KVMSIM_RUN_AHEAD_STATS"))
     std::fprintf(stderr, "run-ahead %s: %llu model steps in %llu SystemC activations, %llu ties\n",
-                 ctx_.run_ahead ? "on" : "off", static_cast<unsigned long long>(ctx_.events),
-                 static_cast<unsigned long long>(ctx_.activations),
-                 static_cast<unsigned long long>(ctx_.run_ahead_ties));
+                 ctx_.run_ahead.enabled ? "on" : "off",
+                 static_cast<unsigned long long>(ctx_.events),
+                 static_cast<unsigned long long>(ctx_.run_ahead.activations),
+                 static_cast<unsigned long long>(ctx_.run_ahead.ties));
   if (!invariant_violation().empty()) throw InvariantError(invariant_violation());
 
   RunResult r;

@@ -60,7 +60,7 @@ void Pcpu::reschedule() {
   if (next == scheduled_) return;
   wake_.cancel();
   scheduled_ = next;
-  ++g_notify_generation;
+  ModelTime::note_rearm();
   if (next == kTscNever) return;
   // Fires at max(next, now) in the model's time, as without run-ahead; the
   // delay counts from SystemC's own time.
@@ -441,64 +441,16 @@ void Pcpu::step(Tsc now) {
   }
 }
 
-// One SystemC activation runs this pCPU's decision points one after the
-// other while the next one lies strictly before every other pending SystemC
-// activity and the sc_start() limit: nothing else can act in between, so the
-// order of everything, and every output, is what one event per decision
-// point gives. A step that re-armed or cancelled another pCPU's event (a
-// wake-up, an IPI, a kick, a store another vCPU spins on) ends the run
-// ahead, so that every cross-pCPU effect is ordered by SystemC as before.
+// One SystemC activation: this pCPU's next decision points, run ahead as far
+// as nothing else can act in between (RunAhead::dispatch()), then its event
+// re-armed at the model time reached.
 void Pcpu::dispatch() {
   in_dispatch_ = true;
-  ++ctx_.activations;
-  const Tsc sc_now = sc_now_tsc();
-  Tsc now = sc_now;
   scheduled_ = kTscNever;
-  Tsc horizon = 0;
-  bool horizon_known = false;
-  bool stopped = false;
-  bool last = false;
-  for (;;) {
-    g_run_ahead_now = now;
-    const std::uint64_t generation = g_notify_generation;
-    step(now);
-    if (sc_core::sc_get_simulator_status() != sc_core::SC_SIM_OK) {
-      stopped = true;  // sc_stop(): the model's time stays where it stopped
-      break;
-    }
-    if (!ctx_.run_ahead) break;
-    // Due now (or in the past): without run-ahead a zero-delay re-arm, which
-    // runs alone when nothing else is pending now (now < horizon).
-    const Tsc next = std::max(next_decision(now), now);
-    if (last) {
-      if (next == now || g_notify_generation != generation) ++ctx_.run_ahead_ties;
-      break;
-    }
-    if (g_notify_generation != generation) {
-      // The step armed another pCPU: SystemC orders what follows. One case
-      // needs care: that pCPU became due now and so is this one. Without
-      // run-ahead both were zero-delay (delta) notifications, and SystemC
-      // runs this pCPU first (delta events trigger in reverse order of
-      // notification; this pCPU re-armed last, on its way out): take that
-      // one step here, as timed events at one time have no such order.
-      if (next == now && now != sc_now) {
-        last = true;
-        continue;
-      }
-      break;
-    }
-    if (next == kTscNever) break;
-    if (!horizon_known) {
-      // sc_max_time() when nothing is pending; 0 if anything is runnable now.
-      horizon = sc_now + sc_core::sc_time_to_pending_activity().value();
-      horizon_known = true;
-    }
-    if (next >= horizon || next >= ctx_.run_until) break;
-    now = next;
-  }
+  const bool running = ctx_.run_ahead.dispatch(*this);
   in_dispatch_ = false;
-  reschedule();  // at the model time this activation reached
-  if (!stopped) g_run_ahead_now = kTscNever;
+  reschedule();
+  RunAhead::end_activation(running);
 }
 
 }  // namespace kvmsim

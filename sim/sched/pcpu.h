@@ -9,7 +9,8 @@
 // clockevent expiry, next noise interrupt, IPI arrival, preemption-timer zero
 // (next_decision()). One activation runs the next decision points inline
 // while they come strictly before every other pending SystemC activity
-// (run-ahead, see dispatch()); now_tsc() is then the time this pCPU reached.
+// (run-ahead, sim/core/run_ahead.h); now_tsc() is then the time this pCPU
+// reached.
 //
 // How an interrupt is taken depends on the segment's kind:
 //   Guest      -> the vCPU takes a VM exit (EXTERNAL_INTERRUPT), the thread
@@ -217,6 +218,7 @@ class Pcpu : public sc_core::sc_module {
   [[nodiscard]] const CpuidleConfig& cpuidle() const { return costs_.cpuidle; }
 
  private:
+  friend class RunAhead;  // calls step() and next_decision()
   void dispatch();
   void step(Tsc now);
   [[nodiscard]] Tsc next_decision(Tsc now) const;
