@@ -121,11 +121,11 @@ void Host::report(Metrics& m, const TscClock& clk) const {
   std::uint64_t irqs = 0, noise = 0, softirqs = 0, resched = 0, ipis = 0;
   const Tsc end = now_tsc();
   for (const auto* c : order_) {
-    irqs += c->stats().irqs;
-    noise += c->stats().noise_irqs;
-    softirqs += c->stats().softirq_runs;
-    resched += c->stats().resched_ipis;
-    ipis += c->stats().ipis;
+    irqs += c->irqs().stats().irqs;
+    noise += c->irqs().stats().noise_irqs;
+    softirqs += c->irqs().stats().softirq_runs;
+    resched += c->irqs().stats().resched_ipis;
+    ipis += c->irqs().stats().ipis;
     m[fmt::format("host.cpu.{}.poll_s", c->id())] =
         clk.to_s(static_cast<double>(c->stats().poll_cycles));
     // Time not in the idle task (threads running, polling included).

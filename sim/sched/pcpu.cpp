@@ -7,14 +7,6 @@
 
 namespace kvmsim {
 
-namespace {
-// Poisson arrivals: next arrival after `now` for a rate in Hz.
-Tsc next_arrival(Rng& rng, const TscClock& clk, double rate_hz, Tsc now) {
-  if (rate_hz <= 0) return kTscNever;
-  const double mean_cycles = static_cast<double>(clk.tsc_khz) * 1e3 / rate_hz;
-  return now + 1 + static_cast<Tsc>(rng.exponential(mean_cycles));
-}
-}  // namespace
 
 Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs,
            Host& host)
@@ -25,11 +17,8 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
       host_(host),
       sched_(host.scheduler()),
       rng_(ctx.stream(std::string(name) + ".costs")),
-      noise_rng_(ctx.stream(std::string(name) + ".noise")),
-      softirq_rng_(ctx.stream(std::string(name) + ".softirq")),
-      idle_comm_("swapper/" + std::to_string(id)) {
-  noise_next_ = next_arrival(noise_rng_, ctx.clock, costs_.noise_irq_rate_hz, 0);
-  softirq_next_ = next_arrival(softirq_rng_, ctx.clock, costs_.softirq_rate_hz, 0);
+      idle_comm_("swapper/" + std::to_string(id)),
+      irq_(*this, ctx, std::string(name), costs_, hrtimers_) {
   SC_METHOD(dispatch);
   sensitive << wake_;
   dont_initialize();
@@ -41,12 +30,12 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
 // while another one ran) or a posted-interrupt notification that the segment
 // lets in. May lie before `now` (a timer started in the past).
 inline Tsc Pcpu::next_decision(Tsc now) const {  // inline: every model step asks
-  Tsc next = std::min(std::min(seg_end_, noise_next_), next_ipi());
-  if (!pending_timer_) next = std::min(next, hrtimers_.next_expiry());
+  Tsc next = std::min(std::min(seg_end_, irq_.next_noise()), irq_.next_ipi());
+  if (!irq_.timer_pending()) next = std::min(next, hrtimers_.next_expiry());
   if (seg_kind_ == SegKind::Guest) next = std::min(next, vmx_timer_);
   if (irq_pending() && seg_kind_ != SegKind::HostIrqOff && !in_nested_irq_)
     next = std::min(next, now);
-  if (pending_pi_ &&
+  if (irq_.posted_intr_pending() &&
       (seg_kind_ == SegKind::Guest ||
        ((seg_kind_ == SegKind::HostIrqOn || seg_kind_ == SegKind::HostUser) && !in_nested_irq_)))
     next = std::min(next, now);
@@ -146,7 +135,7 @@ void Pcpu::cstate_exited(Tsc now) {
   const double us = ctx_.clock.to_ns(static_cast<double>(now - cstate_enter_)) / 1000.0;
   menu_.update(costs_.cpuidle.states, cstate_, static_cast<std::uint64_t>(us));
   cstate_ = -1;
-  if (irq_pending() || pending_pi_) {
+  if (irq_pending() || irq_.posted_intr_pending()) {
     run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);  // the IRQ nests at once
     return;
   }
@@ -243,18 +232,10 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     enter_idle(now);
 }
 
-// --- Physical IPIs between pCPUs (issue 8) -----------------------------------
-
-void Pcpu::send_ipi(Pcpu& target, HostIpi kind, Tsc sent) {
-  target.receive_ipi(kind, sent + costs_.ipi_latency(rng_));
-}
-
-void Pcpu::receive_ipi(HostIpi kind, Tsc arrival) {
-  const auto it =
-      std::upper_bound(ipi_inflight_.begin(), ipi_inflight_.end(), arrival,
-                       [](Tsc t, const std::pair<Tsc, HostIpi>& e) { return t < e.first; });
-  ipi_inflight_.insert(it, {arrival, kind});
-  reschedule();
+// scheduler_ipi(): need_resched is already set by the sender (resched_curr).
+void Pcpu::scheduler_ipi(Tsc now) {
+  if (!sched_.idle(id_)) end_idle(now);
+  if (curr_ && sched_.need_resched(id_)) curr_->resched_requested(*this, now);
 }
 
 void Pcpu::end_guest_spin() {
@@ -278,20 +259,6 @@ void Pcpu::shorten_segment(Tsc end) {
   }
 }
 
-void Pcpu::poll_arrivals(Tsc now) {
-  while (!ipi_inflight_.empty() && ipi_inflight_.front().first <= now) {
-    ++(ipi_inflight_.front().second == HostIpi::PostedIntr ? pending_pi_ : pending_resched_);
-    ipi_inflight_.erase(ipi_inflight_.begin());
-  }
-  if (hrtimers_.next_expiry() <= now) pending_timer_ = true;
-  while (noise_next_ <= now) {
-    ++pending_noise_;
-    // Arrival times come from their own stream, so they do not depend on
-    // what the model did in between (paired runs see the same noise).
-    noise_next_ = next_arrival(noise_rng_, ctx_.clock, costs_.noise_irq_rate_hz, noise_next_);
-  }
-}
-
 bool Pcpu::not_c0(Stage s) const {
   if (s == Stage::HostCstateExit) return true;
   return s == Stage::HostIdle && (!costs_.cpuidle.enabled || cstate_ > 0);
@@ -312,80 +279,22 @@ void Pcpu::end_segment(Tsc now) {
   if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
 }
 
-Tsc Pcpu::irq_exit(Tsc now) {
-  // irq_exit() -> invoke_softirq(): run deferred work raised since the last run.
-  Tsc cost = costs_.irq_exit(rng_);
-  while (softirq_next_ <= now) {
-    softirq_backlog_ += costs_.softirq_duration(rng_);
-    softirq_next_ = next_arrival(softirq_rng_, ctx_.clock, costs_.softirq_rate_hz, softirq_next_);
-  }
-  if (softirq_backlog_) {
-    ++stats_.softirq_runs;
-    stats_.softirq_cycles += softirq_backlog_;
-    cost += softirq_backlog_;
-    softirq_backlog_ = 0;
-  }
-  return cost;
-}
-
-Tsc Pcpu::take_pending_irqs(Tsc now) {
-  poll_sources(now);
-  Tsc cost = 0;
-  while (pending_noise_) {
-    --pending_noise_;
-    ++stats_.noise_irqs;
-    ++stats_.irqs;
-    cost += costs_.irq_entry(rng_) + costs_.noise_irq_duration(rng_) + irq_exit(now);
-  }
-  while (pending_resched_) {
-    // RESCHEDULE_VECTOR -> scheduler_ipi(): need_resched is already set by
-    // the sender (resched_curr); an idle loop ends when this returns. In
-    // guest mode the IPI forced the VM exit (kvm_vcpu_kick).
-    --pending_resched_;
-    ++stats_.ipis;
-    ++stats_.resched_ipis;
-    ++stats_.irqs;
-    cost += costs_.irq_entry(rng_) + costs_.reschedule_ipi(rng_) + irq_exit(now);
-    if (!sched_.idle(id_)) end_idle(now);
-    if (curr_ && sched_.need_resched(id_)) curr_->resched_requested(*this, now);
-  }
-  // POSTED_INTR_VECTOR taken in root mode: the vector stays in the PIR and
-  // is synced at the next entry.
-  if (pending_pi_) {
-    pending_pi_ = 0;
-    ++stats_.ipis;
-    ++stats_.irqs;
-    cost += costs_.irq_entry(rng_) + costs_.posted_intr_ipi(rng_) + irq_exit(now);
-  }
-  if (pending_timer_) {
-    pending_timer_ = false;
-    ++stats_.timer_irqs;
-    ++stats_.irqs;
-    // local_apic_timer_interrupt() -> hrtimer_interrupt()
-    cost += costs_.irq_entry(rng_) + costs_.hrtimer_interrupt(rng_);
-    cost += hrtimers_.run_expired(*this, now);
-    cost += irq_exit(now);
-  }
-  stats_.irq_cycles += cost;
-  return cost;
-}
-
 // One decision point of this pCPU at `now` (what one SystemC event did).
 void Pcpu::step(Tsc now) {
   ++ctx_.events;
-  poll_sources(now);
+  irq_.poll(now);
 
   if (seg_kind_ == SegKind::Guest && vmx_timer_ <= now && seg_end_ > now) {
     // Preemption timer reached zero in non-root mode.
     end_segment(now);
     vmx_timer_ = kTscNever;
     curr_->preemption_timer_expired(*this, now);
-  } else if (pending_pi_ && seg_kind_ == SegKind::Guest && seg_end_ > now) {
+  } else if (irq_.posted_intr_pending() && seg_kind_ == SegKind::Guest && seg_end_ > now) {
     // Posted-interrupt notification in non-root mode: no VM exit.
-    pending_pi_ = 0;
+    irq_.take_posted_intr_notification();
     end_segment(now);
     curr_->posted_interrupt(*this, now);
-  } else if ((irq_pending() || pending_pi_) && seg_end_ > now) {
+  } else if ((irq_pending() || irq_.posted_intr_pending()) && seg_end_ > now) {
     if (seg_kind_ == SegKind::Guest) {
       end_segment(now);
       vmx_timer_ = kTscNever;

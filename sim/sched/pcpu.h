@@ -41,6 +41,7 @@
 #include "sim/sched/cfs.h"
 #include "sim/sched/cpuidle.h"
 #include "sim/sched/host_hrtimer.h"
+#include "sim/sched/host_irq.h"
 
 namespace kvmsim {
 
@@ -50,12 +51,6 @@ class HostScheduler;
 
 enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest, HostUser };
 
-// Physical IPIs between pCPUs (issue 8: guest IPIs between pinned vCPUs).
-//   Reschedule: smp_send_reschedule() (kvm_vcpu_kick of a blocked vCPU, or
-//               of one in guest mode without APICv: it forces a VM exit);
-//   PostedIntr: POSTED_INTR_VECTOR (kvm_vcpu_trigger_posted_interrupt): in
-//               non-root mode the CPU moves the PIR into the vIRR, no exit.
-enum class HostIpi : std::uint8_t { Reschedule, PostedIntr };
 
 // A host task (vCPU thread, kthread, user process). Its SchedEntity is what
 // the scheduler queues; the pCPU calls run() whenever the thread should start
@@ -117,10 +112,6 @@ struct PcpuCosts {
 };
 
 struct PcpuStats {
-  std::uint64_t irqs = 0, noise_irqs = 0, softirq_runs = 0, timer_irqs = 0;
-  std::uint64_t ipis = 0;  // physical IPIs taken (reschedule / posted-interrupt notification)
-  std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
-  Tsc irq_cycles = 0, softirq_cycles = 0;
   Tsc busy_cycles = 0;  // time not in the idle task
   Tsc poll_cycles = 0;  // of that, halt polling (Stage::HaltPoll)
   // Time the core is not in C0: in a C-state or leaving one (host.cpuidle
@@ -181,17 +172,18 @@ class Pcpu : public sc_core::sc_module {
   // local need_resched is seen at the next preemption point.
   void resched_curr(Tsc now, Pcpu* from = nullptr, Tsc ipi_at = 0);
 
-  // --- Physical IPIs between pCPUs (issue 8) ---------------------------------
+  // --- Host interrupts (host_irq.h) ------------------------------------------
+  HostIrqs& irqs() { return irq_; }
+  [[nodiscard]] const HostIrqs& irqs() const { return irq_; }
   // Send `kind` to `target`, leaving this pCPU at `sent` (the sender's
   // ICR write); it arrives after cost.host.ipi_latency.
-  void send_ipi(Pcpu& target, HostIpi kind, Tsc sent);
+  void send_ipi(Pcpu& target, HostIpi kind, Tsc sent) { irq_.send_ipi(target, kind, sent); }
   // A posted-interrupt notification is pending (it came in with interrupts
   // off); VM entry consumes it: the CPU processes it as posted, no exit.
-  bool take_posted_intr_notification() {
-    const bool p = pending_pi_ != 0;
-    pending_pi_ = 0;
-    return p;
-  }
+  bool take_posted_intr_notification() { return irq_.take_posted_intr_notification(); }
+  // scheduler_ipi() (RESCHEDULE_VECTOR): need_resched was set by the sender;
+  // an idle loop ends, a polling vCPU stops polling.
+  void scheduler_ipi(Tsc now);
   // End the current open-ended Guest segment now: a guest spin on this pCPU
   // sees a store from another CPU (kvm-unit-tests' while (!ipi_done);).
   void end_guest_spin();
@@ -200,12 +192,10 @@ class Pcpu : public sc_core::sc_module {
   void shorten_segment(Tsc end);
 
   // Interrupt state.
-  [[nodiscard]] bool irq_pending() const {
-    return pending_timer_ || pending_noise_ != 0 || pending_resched_ != 0;
-  }
+  [[nodiscard]] bool irq_pending() const { return irq_.pending(); }
   // Runs every pending host interrupt now (irq entry, handlers, irq_exit with
   // softirqs) and returns the cycles that took; handlers' effects apply now.
-  Tsc take_pending_irqs(Tsc now);
+  Tsc take_pending_irqs(Tsc now) { return irq_.take_pending(now); }
 
   [[nodiscard]] const PcpuStats& stats() const { return stats_; }
   // Busy cycles up to `now`, including the segment in progress.
@@ -222,13 +212,6 @@ class Pcpu : public sc_core::sc_module {
   void dispatch();
   void step(Tsc now);
   [[nodiscard]] Tsc next_decision(Tsc now) const;
-  // Marks what arrived by `now` pending (IPIs, the clockevent, noise).
-  void poll_sources(Tsc now) {
-    if (next_ipi() > now && hrtimers_.next_expiry() > now && noise_next_ > now) return;
-    poll_arrivals(now);
-  }
-  void poll_arrivals(Tsc now);
-  Tsc irq_exit(Tsc now);
   void end_segment(Tsc now);
   void schedule(Tsc now);  // __schedule(): pick and switch (from dispatch or a thread)
   void switch_to(HostThread* next, Tsc now);
@@ -247,8 +230,6 @@ class Pcpu : public sc_core::sc_module {
   Host& host_;
   HostScheduler& sched_;
   Rng rng_;
-  Rng noise_rng_;  // arrival times only: identical across paired runs
-  Rng softirq_rng_;
   std::string idle_comm_;  // the idle task's comm, swapper/N (sched_switch)
   HostThread* curr_ = nullptr;
   bool switching_ = false;  // in the context-switch segment to curr_
@@ -273,19 +254,8 @@ class Pcpu : public sc_core::sc_module {
   SegKind saved_kind_ = SegKind::HostIrqOn;
   Tsc saved_remaining_ = 0;
 
-  bool pending_timer_ = false;
-  std::uint32_t pending_noise_ = 0;
-  Tsc noise_next_ = kTscNever;
-  Tsc softirq_next_ = kTscNever;
-  Tsc softirq_backlog_ = 0;
+  HostIrqs irq_;
   PcpuStats stats_;
-  // Physical IPIs in flight to this pCPU (arrival, kind) and pending ones.
-  void receive_ipi(HostIpi kind, Tsc arrival);
-  [[nodiscard]] Tsc next_ipi() const {
-    return ipi_inflight_.empty() ? kTscNever : ipi_inflight_.front().first;
-  }
-  std::vector<std::pair<Tsc, HostIpi>> ipi_inflight_;  // sorted by arrival
-  std::uint32_t pending_resched_ = 0, pending_pi_ = 0;
 };
 
 }  // namespace kvmsim
