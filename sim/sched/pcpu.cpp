@@ -1,7 +1,6 @@
 #include "sim/sched/pcpu.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "sim/sched/host.h"
 
@@ -71,79 +70,6 @@ void Pcpu::end_idle(Tsc now) {
     seg_end_ = now;
     reschedule();
   }
-}
-
-// --- Host cpuidle (sim/sched/cpuidle.h) ---------------------------------------
-
-// cpu_idle_loop(): without cpuidle the idle task just waits for an
-// interrupt (the calibrated hosts); with it, tick_nohz_idle_enter() and
-// cpuidle_select() run with interrupts off before the C-state.
-void Pcpu::enter_idle(Tsc now, bool first) {
-  cstate_ = -1;
-  if (!costs_.cpuidle.enabled) {
-    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
-    return;
-  }
-  if (stats_.cpuidle.usage.empty()) {
-    stats_.cpuidle.usage.assign(costs_.cpuidle.states.size(), 0);
-    stats_.cpuidle.residency.assign(costs_.cpuidle.states.size(), 0);
-  }
-  // tick_nohz_idle_enter() runs once when the idle task starts; each round
-  // of the loop (after an interrupt that set no need_resched) runs only
-  // cpuidle_idle_call(): irq_exit() already stopped the tick again.
-  Tsc c = costs_.cpuidle.select_cost(rng_);
-  if (first) c += costs_.cpuidle.enter_cost(rng_);
-  run_until(Stage::HostIdleEnter, SegKind::HostIrqOff, now + c);
-}
-
-// cpuidle_idle_call(): need_resched ends the loop before MWAIT; otherwise
-// menu_select() with tick_nohz_get_sleep_length() (the next host hrtimer on
-// this pCPU: the LAPIC timer of a blocked vCPU, the host tick) and
-// intel_idle()'s MWAIT.
-void Pcpu::select_cstate(Tsc now) {
-  if (sched_.need_resched(id_) || !sched_.idle(id_)) {
-    schedule(now);
-    return;
-  }
-  const Tsc next = hrtimers_.next_expiry();
-  const std::uint64_t next_us =
-      next == kTscNever ? std::numeric_limits<std::uint32_t>::max()
-      : next > now
-          ? static_cast<std::uint64_t>(ctx_.clock.to_ns(static_cast<double>(next - now)) / 1000)
-          : 0;
-  cstate_ = menu_.select(costs_.cpuidle.states, next_us, costs_.cpuidle.latency_req_us);
-  ++stats_.cpuidle.usage[static_cast<std::size_t>(cstate_)];
-  cstate_enter_ = now;
-  run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
-}
-
-// The core leaves the C-state: an interrupt (MWAIT breaks on it with
-// interrupts off, ecx = 1) or a store to the monitored thread flags. It
-// executes again after the state's exit latency (intel_idle's table value;
-// none if the interrupt was already pending at MWAIT).
-void Pcpu::exit_cstate(Tsc now) {
-  end_segment(now);
-  const auto& st = costs_.cpuidle.states[static_cast<std::size_t>(cstate_)];
-  const Tsc lat = now == cstate_enter_ ? 0 : ctx_.clock.from_ns(st.exit_latency_us * 1000.0);
-  run_until(Stage::HostCstateExit, SegKind::HostIrqOff, now + lat);
-}
-
-// Back in C0: cpuidle_enter_state() measured the residency (entry to now,
-// exit latency included), menu_update() learns from it; local_irq_enable()
-// takes the interrupt in the idle loop, or need_resched schedules.
-void Pcpu::cstate_exited(Tsc now) {
-  const double us = ctx_.clock.to_ns(static_cast<double>(now - cstate_enter_)) / 1000.0;
-  menu_.update(costs_.cpuidle.states, cstate_, static_cast<std::uint64_t>(us));
-  cstate_ = -1;
-  if (irq_pending() || irq_.posted_intr_pending()) {
-    run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);  // the IRQ nests at once
-    return;
-  }
-  if (sched_.need_resched(id_)) {
-    schedule(now);
-    return;
-  }
-  enter_idle(now, false);
 }
 
 void Pcpu::resched_curr(Tsc now, Pcpu* from, Tsc ipi_at) {
@@ -257,17 +183,6 @@ void Pcpu::shorten_segment(Tsc end) {
     seg_end_ = end;
     reschedule();
   }
-}
-
-bool Pcpu::not_c0(Stage s) const {
-  if (s == Stage::HostCstateExit) return true;
-  return s == Stage::HostIdle && (!costs_.cpuidle.enabled || cstate_ > 0);
-}
-
-Tsc Pcpu::c0_cycles(Tsc now) const {
-  Tsc off = stats_.not_c0_cycles;
-  if (!in_nested_irq_ && not_c0(seg_stage_) && now > seg_begin_) off += now - seg_begin_;
-  return now > off ? now - off : 0;
 }
 
 void Pcpu::end_segment(Tsc now) {
