@@ -28,6 +28,7 @@ inline constexpr std::uint32_t APIC_SHORT_MASK = 0xc0000;  // 0 = APIC_DEST_NOSH
 inline constexpr std::uint32_t X2APIC_BROADCAST = 0xffffffffU;
 
 class ApicMap;
+class ParamSet;
 
 struct LapicCosts {
   Sampler start_hv_timer;        // start_hv_timer() + vmx_set_hv_timer()
@@ -49,6 +50,7 @@ struct LapicCosts {
                                // try_to_wake_up() remote, incl. the reschedule IPI send
   Sampler kick_ipi;            // kvm_vcpu_kick() of a vCPU in guest mode: smp_send_reschedule()
   Sampler inject_irq;          // inject_pending_event() of an IRR vector without APICv
+  static LapicCosts from(const ParamSet& p, const TscClock& clk);
 };
 
 // Counters of the IPI path, per sending (ipis_sent) or target LAPIC.
@@ -155,6 +157,9 @@ struct LapicConfig {
   // apic_timer_expired() from the exit path with APICv injects at once
   // (v5.8+); before, it marks the timer pending for vcpu_run().
   bool expired_inject = true;
+  // `preemption_timer_usable`: the CPU's VMX preemption timer can be used at
+  // all (kvm_can_use_hv_timer()'s platform part, sim/vmx/preemption_timer.h).
+  static LapicConfig from(const ParamSet& p, bool preemption_timer_usable);
 };
 
 class KvmLapic : public HostHrtimer {

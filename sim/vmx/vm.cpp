@@ -6,47 +6,16 @@
 #include "sim/vmx/vcpu_metrics.h"
 
 namespace kvmsim {
-namespace {
-Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
-}  // namespace
-
 VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   VmConfig c;
   // The vCPU's run loop and each of its mechanisms read their own keys.
   c.vcpu_costs = VcpuCosts::from(p, clk);
   c.vmx = VmxConfig::from(p, clk);
 
-  LapicCosts& lc = c.lapic_costs;
-  lc.start_hv_timer = S(p, clk, "cost.lapic.start_hv_timer");
-  lc.start_sw_tscdeadline = S(p, clk, "cost.lapic.start_sw_tscdeadline");
-  lc.cancel_hrtimer = S(p, clk, "cost.lapic.cancel_hrtimer");
-  lc.apic_timer_fn = S(p, clk, "cost.lapic.apic_timer_fn");
-  lc.inject_timer_irq = S(p, clk, "cost.lapic.inject_timer_irq");
-  lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
-  lc.wait_lapic_expire = S(p, clk, "cost.lapic.wait_lapic_expire");
-  lc.eoi = S(p, clk, "cost.lapic.eoi");
-  lc.x2apic_icr_write = S(p, clk, "cost.lapic.x2apic_icr_write");
-  lc.accept_irq = S(p, clk, "cost.lapic.accept_irq");
-  lc.x2apic_msr_write = S(p, clk, "cost.lapic.x2apic_msr_write");
-  lc.posted_intr_notify = S(p, clk, "cost.lapic.posted_intr_notify");
-  lc.kick_wakeup = S(p, clk, "cost.lapic.kick_wakeup");
-  lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");
-  lc.inject_irq = S(p, clk, "cost.lapic.inject_irq");
-
-  LapicConfig& l = c.lapic;
-  l.hv_timer_available = p.b("kvm.enable_hv_timer") &&
-                         vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate);
-  l.apicv = p.b("platform.apicv");
-  l.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");
-  l.hv_timer_advance = p.b("kvm.hv_timer_advance");
-  l.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"
-                    ? WaitLapicExpireSite::VcpuEnterGuest
-                    : WaitLapicExpireSite::VmxVcpuRun;
-  const std::string& tuning = p.s("kvm.lapic_timer_advance_tuning");
-  l.tuning = tuning == "until_done"       ? AdvanceTuning::UntilDone
-             : tuning == "spin_then_tune" ? AdvanceTuning::SpinThenTune
-                                          : AdvanceTuning::Always;
-  l.expired_inject = p.b("kvm.apic_timer_expired_inject");
+  c.lapic_costs = LapicCosts::from(p, clk);
+  c.lapic = LapicConfig::from(
+      p, vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate));
+  const LapicConfig& l = c.lapic;
   if (c.vmx.exit_fastpath && l.wait_site == WaitLapicExpireSite::VcpuEnterGuest)
     throw ScenarioError(
         fmt::format("{}: key 'kvm.exit_fastpath': the exit fastpath (v5.8+) needs "

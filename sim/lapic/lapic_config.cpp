@@ -1,0 +1,48 @@
+// The LAPIC's typed configuration, read from the kvm.*, platform.* and
+// cost.lapic.* keys (declared in sim/lapic/params.cpp).
+#include "sim/core/params.h"
+#include "sim/lapic/lapic.h"
+
+namespace kvmsim {
+namespace {
+Sampler S(const ParamSet& p, const TscClock& clk, const char* key) { return p.dist(key).bind(clk); }
+}  // namespace
+
+LapicCosts LapicCosts::from(const ParamSet& p, const TscClock& clk) {
+  LapicCosts lc;
+  lc.start_hv_timer = S(p, clk, "cost.lapic.start_hv_timer");
+  lc.start_sw_tscdeadline = S(p, clk, "cost.lapic.start_sw_tscdeadline");
+  lc.cancel_hrtimer = S(p, clk, "cost.lapic.cancel_hrtimer");
+  lc.apic_timer_fn = S(p, clk, "cost.lapic.apic_timer_fn");
+  lc.inject_timer_irq = S(p, clk, "cost.lapic.inject_timer_irq");
+  lc.expired_hv_timer = S(p, clk, "cost.lapic.expired_hv_timer");
+  lc.wait_lapic_expire = S(p, clk, "cost.lapic.wait_lapic_expire");
+  lc.eoi = S(p, clk, "cost.lapic.eoi");
+  lc.x2apic_icr_write = S(p, clk, "cost.lapic.x2apic_icr_write");
+  lc.accept_irq = S(p, clk, "cost.lapic.accept_irq");
+  lc.x2apic_msr_write = S(p, clk, "cost.lapic.x2apic_msr_write");
+  lc.posted_intr_notify = S(p, clk, "cost.lapic.posted_intr_notify");
+  lc.kick_wakeup = S(p, clk, "cost.lapic.kick_wakeup");
+  lc.kick_ipi = S(p, clk, "cost.lapic.kick_ipi");
+  lc.inject_irq = S(p, clk, "cost.lapic.inject_irq");
+  return lc;
+}
+
+LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
+  LapicConfig l;
+  l.hv_timer_available = p.b("kvm.enable_hv_timer") && preemption_timer_usable;
+  l.apicv = p.b("platform.apicv");
+  l.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");
+  l.hv_timer_advance = p.b("kvm.hv_timer_advance");
+  l.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"
+                    ? WaitLapicExpireSite::VcpuEnterGuest
+                    : WaitLapicExpireSite::VmxVcpuRun;
+  const std::string& tuning = p.s("kvm.lapic_timer_advance_tuning");
+  l.tuning = tuning == "until_done"       ? AdvanceTuning::UntilDone
+             : tuning == "spin_then_tune" ? AdvanceTuning::SpinThenTune
+                                          : AdvanceTuning::Always;
+  l.expired_inject = p.b("kvm.apic_timer_expired_inject");
+  return l;
+}
+
+}  // namespace kvmsim
