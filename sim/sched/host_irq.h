@@ -35,10 +35,10 @@ struct IrqStats {
   std::uint64_t ipis = 0;  // physical IPIs taken (reschedule / posted-interrupt notification)
   std::uint64_t resched_ipis = 0;  // of those, reschedule IPIs
   Tsc irq_cycles = 0, softirq_cycles = 0;
-  using Fields = CounterFields<IrqStats, &IrqStats::irqs, &IrqStats::noise_irqs,
-                               &IrqStats::softirq_runs, &IrqStats::timer_irqs, &IrqStats::ipis,
-                               &IrqStats::resched_ipis, &IrqStats::irq_cycles,
-                               &IrqStats::softirq_cycles>;
+  using Fields =
+      CounterFields<IrqStats, &IrqStats::irqs, &IrqStats::noise_irqs, &IrqStats::softirq_runs,
+                    &IrqStats::timer_irqs, &IrqStats::ipis, &IrqStats::resched_ipis,
+                    &IrqStats::irq_cycles, &IrqStats::softirq_cycles>;
 };
 
 class HostIrqs {

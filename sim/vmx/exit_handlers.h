@@ -42,7 +42,7 @@ struct RegisterExitHandler {
 
 #define KVMSIM_EXIT_HANDLER_CAT2(a, b) a##b
 #define KVMSIM_EXIT_HANDLER_CAT(a, b) KVMSIM_EXIT_HANDLER_CAT2(a, b)
-#define KVMSIM_EXIT_HANDLER(reason, cost_key, ...)                                        \
+#define KVMSIM_EXIT_HANDLER(reason, cost_key, ...)                                           \
   static const ::kvmsim::RegisterExitHandler KVMSIM_EXIT_HANDLER_CAT(exit_handler_, reason)( \
       ::kvmsim::ExitReason::reason, cost_key, __VA_ARGS__)
 

@@ -25,18 +25,30 @@ inline constexpr int kMaxExitReason = 64;
 
 inline std::string_view exit_reason_name(ExitReason r) {
   switch (r) {
-    case ExitReason::EXCEPTION_NMI: return "EXCEPTION_NMI";
-    case ExitReason::EXTERNAL_INTERRUPT: return "EXTERNAL_INTERRUPT";
-    case ExitReason::INTERRUPT_WINDOW: return "INTERRUPT_WINDOW";
-    case ExitReason::CPUID: return "CPUID";
-    case ExitReason::HLT: return "HLT";
-    case ExitReason::VMCALL: return "VMCALL";
-    case ExitReason::IO_INSTRUCTION: return "IO_INSTRUCTION";
-    case ExitReason::MSR_READ: return "MSR_READ";
-    case ExitReason::MSR_WRITE: return "MSR_WRITE";
-    case ExitReason::PAUSE_INSTRUCTION: return "PAUSE_INSTRUCTION";
-    case ExitReason::EPT_VIOLATION: return "EPT_VIOLATION";
-    case ExitReason::PREEMPTION_TIMER: return "PREEMPTION_TIMER";
+    case ExitReason::EXCEPTION_NMI:
+      return "EXCEPTION_NMI";
+    case ExitReason::EXTERNAL_INTERRUPT:
+      return "EXTERNAL_INTERRUPT";
+    case ExitReason::INTERRUPT_WINDOW:
+      return "INTERRUPT_WINDOW";
+    case ExitReason::CPUID:
+      return "CPUID";
+    case ExitReason::HLT:
+      return "HLT";
+    case ExitReason::VMCALL:
+      return "VMCALL";
+    case ExitReason::IO_INSTRUCTION:
+      return "IO_INSTRUCTION";
+    case ExitReason::MSR_READ:
+      return "MSR_READ";
+    case ExitReason::MSR_WRITE:
+      return "MSR_WRITE";
+    case ExitReason::PAUSE_INSTRUCTION:
+      return "PAUSE_INSTRUCTION";
+    case ExitReason::EPT_VIOLATION:
+      return "EPT_VIOLATION";
+    case ExitReason::PREEMPTION_TIMER:
+      return "PREEMPTION_TIMER";
   }
   return "UNKNOWN";
 }

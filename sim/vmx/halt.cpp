@@ -40,9 +40,8 @@ Tsc KvmHalt::handle_halt(Tsc /*now*/) {
   ++stats_.halts;
   return 0;  // the handler's own cost is cost.handle_halt (ExitHandler::cost_key)
 }
-KVMSIM_EXIT_HANDLER(HLT, "cost.handle_halt", [](Vcpu& v, Tsc now, Tsc /*cost*/) {
-  return v.halt().handle_halt(now);
-});
+KVMSIM_EXIT_HANDLER(HLT, "cost.handle_halt",
+                    [](Vcpu& v, Tsc now, Tsc /*cost*/) { return v.halt().handle_halt(now); });
 
 // vcpu_block() (x86.c, v5.16+; vmx_pre_block before): the preemption timer
 // cannot fire while the thread sleeps, so the deadline moves to an hrtimer;
@@ -151,8 +150,8 @@ void KvmHalt::finish_halt(Tsc now, bool waited) {
   const std::uint64_t halt_ns = clk.cycles_to_ns(now - halt_start_);
   // x86 wake-ups are all valid (vcpu_valid_wakeup() is s390's).
   // halt_poll_allowed = !kvm_arch_no_poll(): no window update either.
-  const HaltPollUpdate u = poll_control_ ? halt_poll_update(cfg_.poll, halt_poll_ns_, halt_ns, true)
-                                         : HaltPollUpdate{};
+  const HaltPollUpdate u =
+      poll_control_ ? halt_poll_update(cfg_.poll, halt_poll_ns_, halt_ns, true) : HaltPollUpdate{};
   if (u.kind != HaltPollUpdate::Kind::Keep) {
     const bool grow = u.kind == HaltPollUpdate::Kind::Grow;
     ++(grow ? hp_stats_.grows : hp_stats_.shrinks);

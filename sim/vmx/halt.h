@@ -48,11 +48,10 @@ struct HaltConfig {
 struct HaltPollStats {
   std::uint64_t attempted = 0, successful = 0, invalid = 0, grows = 0, shrinks = 0;
   Tsc success_cycles = 0, fail_cycles = 0, wait_cycles = 0;
-  using Fields = CounterFields<HaltPollStats, &HaltPollStats::attempted,
-                               &HaltPollStats::successful, &HaltPollStats::invalid,
-                               &HaltPollStats::grows, &HaltPollStats::shrinks,
-                               &HaltPollStats::success_cycles, &HaltPollStats::fail_cycles,
-                               &HaltPollStats::wait_cycles>;
+  using Fields = CounterFields<HaltPollStats, &HaltPollStats::attempted, &HaltPollStats::successful,
+                               &HaltPollStats::invalid, &HaltPollStats::grows,
+                               &HaltPollStats::shrinks, &HaltPollStats::success_cycles,
+                               &HaltPollStats::fail_cycles, &HaltPollStats::wait_cycles>;
 };
 
 struct HaltStats {

@@ -225,7 +225,8 @@ TEST_CASE("halt_poll_ns: era differences of the rule on the same wake pattern", 
     CHECK(u.kind == HaltPollUpdate::Kind::Keep);
     CHECK(w == 40000);
   }
-  SECTION("v4.7 tests an invalid wake-up only after the keep test, v4.3 keeps the window at max 0") {
+  SECTION(
+      "v4.7 tests an invalid wake-up only after the keep test, v4.3 keeps the window at max 0") {
     p.rule = HaltPollRule::V4_7;
     std::uint32_t w = 40000;
     CHECK(halt_poll_update(p, w, 1000, false).kind == HaltPollUpdate::Kind::Keep);

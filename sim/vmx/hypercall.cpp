@@ -57,8 +57,8 @@ Tsc handle_vmcall(Vcpu& v, Tsc now, Tsc cost) {
 
 KVMSIM_EXIT_HANDLER(VMCALL, nullptr, handle_vmcall);
 
-static const RegisterVcpuMetrics hypercall_metrics([](const std::vector<Vcpu*>& vcpus,
-                                                      Metrics& m, const TscClock& /*clk*/) {
+static const RegisterVcpuMetrics hypercall_metrics([](const std::vector<Vcpu*>& vcpus, Metrics& m,
+                                                      const TscClock& /*clk*/) {
   const HypercallStats hc = sum_over(vcpus, [](const Vcpu& v) { return v.hypercall_stats(); });
   if (hc.pv_kicks) {  // only guests whose PV qspinlocks halted waiters
     m["vcpu.pv_kicks"] = static_cast<double>(hc.pv_kicks);

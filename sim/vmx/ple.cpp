@@ -51,9 +51,9 @@ void PleWindow::grow_ple_window() {
 void PleWindow::shrink_ple_window() {
   if (!cfg_.gap || !window_cur_) return;
   const std::uint32_t s = cfg_.window_shrink;
-  const std::uint32_t v = s == 0               ? cfg_.window
-                          : s < cfg_.window    ? window_cur_ / s
-                                               : window_cur_ - std::min(window_cur_, s);
+  const std::uint32_t v = s == 0            ? cfg_.window
+                          : s < cfg_.window ? window_cur_ / s
+                                            : window_cur_ - std::min(window_cur_, s);
   window_cur_ = std::max(v, cfg_.window);
 }
 

@@ -19,8 +19,8 @@ namespace kvmsim {
 inline constexpr Tsc kHvDeadlineNone = kTscNever;  // "-1": timer cancelled
 
 struct SetHvTimerResult {
-  bool ok = false;         // false: -ERANGE, caller falls back to the hrtimer
-  bool expired = false;    // delta was 0 (deadline passed, or within the advance)
+  bool ok = false;       // false: -ERANGE, caller falls back to the hrtimer
+  bool expired = false;  // delta was 0 (deadline passed, or within the advance)
   Tsc hv_deadline_tsc = kHvDeadlineNone;
 };
 

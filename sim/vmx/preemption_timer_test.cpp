@@ -94,9 +94,10 @@ TEST_CASE("preemption timer decrements at each multiple of 2^rate_shift after en
   CHECK(vmx_preemption_timer_fire_tsc(1000, 2, 7) == 896 + 2 * 128);
 }
 
-TEST_CASE("preemption timer fire time is a multiple of 2^X within (deadline - 2^(X+1), deadline]"
-          " for rates 5 and 7 (random deadlines)",
-          "[vmx][preemption_timer]") {
+TEST_CASE(
+    "preemption timer fire time is a multiple of 2^X within (deadline - 2^(X+1), deadline]"
+    " for rates 5 and 7 (random deadlines)",
+    "[vmx][preemption_timer]") {
   // Fire = (floor(E/t) + floor((D-E)/t)) * t for entry E, deadline D, tick t,
   // so D - fire = (E mod t) + ((D-E) mod t) in [0, 2t-2]: never late, early by
   // less than two ticks, and by less than one tick when E is tick-aligned.
@@ -113,8 +114,8 @@ TEST_CASE("preemption timer fire time is a multiple of 2^X within (deadline - 2^
       const Tsc fire = vmx_preemption_timer_fire_tsc(entry, v, x);
       INFO("rate " << x << " entry " << entry << " deadline " << deadline << " value " << v);
       REQUIRE(fire >= entry);
-      REQUIRE(fire <= deadline);             // never late
-      REQUIRE(deadline - fire < 2 * tick);   // early by less than 2^(X+1)
+      REQUIRE(fire <= deadline);            // never late
+      REQUIRE(deadline - fire < 2 * tick);  // early by less than 2^(X+1)
       if (v == 0) {
         REQUIRE(delta < tick);
         REQUIRE(fire == entry);
@@ -148,9 +149,10 @@ TEST_CASE("preemption timer can fire almost two ticks early when entry is just b
   CHECK(deadline - vmx_preemption_timer_fire_tsc(entry, v, 5) == 2 * 32 - 2);
 }
 
-TEST_CASE("preemption timer counts from entry: a value written at t_prog and entered at t_entry"
-          " fires late by about t_entry - t_prog",
-          "[vmx][preemption_timer]") {
+TEST_CASE(
+    "preemption timer counts from entry: a value written at t_prog and entered at t_entry"
+    " fires late by about t_entry - t_prog",
+    "[vmx][preemption_timer]") {
   for (unsigned x : {5u, 7u}) {
     const Tsc tick = Tsc{1} << x;
     Rng rng(7, "timer-late");
@@ -168,16 +170,16 @@ TEST_CASE("preemption timer counts from entry: a value written at t_prog and ent
       REQUIRE(late > static_cast<std::int64_t>(gap) - static_cast<std::int64_t>(2 * tick));
       // Rewriting the value at the entry itself (as vmx_update_hv_timer does on
       // every entry) removes the lateness.
-      const Tsc fire_fresh =
-          vmx_preemption_timer_fire_tsc(t_entry, vmx_preemption_timer_value(deadline, t_entry, x), x);
+      const Tsc fire_fresh = vmx_preemption_timer_fire_tsc(
+          t_entry, vmx_preemption_timer_value(deadline, t_entry, x), x);
       REQUIRE(fire_fresh <= deadline);
     }
   }
   // A concrete case: a gap of 10 000 cycles (far more than a tick) makes it
   // late by 10 000 - (early quantisation).
   const Tsc t_prog = 1 << 20, deadline = t_prog + 32 * 1000, t_entry = t_prog + 10'000;
-  const Tsc fire = vmx_preemption_timer_fire_tsc(
-      t_entry, vmx_preemption_timer_value(deadline, t_prog, 5), 5);
+  const Tsc fire =
+      vmx_preemption_timer_fire_tsc(t_entry, vmx_preemption_timer_value(deadline, t_prog, 5), 5);
   CHECK(fire > deadline + 10'000 - 64);
   CHECK(fire <= deadline + 10'000);
 }
@@ -203,8 +205,7 @@ TEST_CASE("vmx_set_hv_timer: delta within the timer advance is expired with hv_d
   CHECK(r.hv_deadline_tsc == tscl + 1);
 }
 
-TEST_CASE("vmx_set_hv_timer: a deadline in the past or now is expired",
-          "[vmx][preemption_timer]") {
+TEST_CASE("vmx_set_hv_timer: a deadline in the past or now is expired", "[vmx][preemption_timer]") {
   const TscScaling tsc;
   const Tsc tscl = 10'000'000;
   for (std::uint64_t d : {tscl, tscl - 1, tscl - 100'000, std::uint64_t{0}}) {
@@ -261,9 +262,10 @@ TEST_CASE("vmx_set_hv_timer: 32-bit fit check fails exactly when delta >> (X + 3
   CHECK(vmx_set_hv_timer(tsc, 7, tscl, tscl + (std::uint64_t{1} << 37), 0).ok);
 }
 
-TEST_CASE("vmx_set_hv_timer: with TSC scaling a guest delta is converted to host cycles"
-          " as (N << 48) / ratio",
-          "[vmx][preemption_timer][tsc]") {
+TEST_CASE(
+    "vmx_set_hv_timer: with TSC scaling a guest delta is converted to host cycles"
+    " as (N << 48) / ratio",
+    "[vmx][preemption_timer][tsc]") {
   // Guest at 1.5 GHz on a 3 GHz host: ratio 0.5, a guest cycle is 2 host cycles.
   const TscScaling half = scaling(1'500'000, 3'000'000, 12'345);
   REQUIRE(half.scaled());
@@ -294,7 +296,8 @@ TEST_CASE("vmx_set_hv_timer: with TSC scaling a guest delta is converted to host
     REQUIRE(r.ok);
     const std::uint64_t host = r.hv_deadline_tsc - tscl;
     CHECK(host == static_cast<std::uint64_t>((u128{n} << 48) / r07.ratio));
-    CHECK(static_cast<double>(host) == Approx(static_cast<double>(n) / 0.7).epsilon(1e-9).margin(1));
+    CHECK(static_cast<double>(host) ==
+          Approx(static_cast<double>(n) / 0.7).epsilon(1e-9).margin(1));
   }
 }
 
@@ -366,17 +369,28 @@ TEST_CASE("TscScaling::read_l1_tsc is scale(host) + offset", "[tsc]") {
   CHECK(fast.read_l1_tsc(1'000) == 2'007);
 }
 
-TEST_CASE("TscScaling::host_tsc_at is the first host cycle at which the guest TSC reaches the"
-          " value",
-          "[tsc]") {
+TEST_CASE(
+    "TscScaling::host_tsc_at is the first host cycle at which the guest TSC reaches the"
+    " value",
+    "[tsc]") {
   struct Case {
     const char* name;
     TscScaling tsc;
   };
   const Case cases[] = {
       {"unscaled", TscScaling{}},
-      {"unscaled, negative offset", [] { TscScaling s; s.offset = -1'000'000'000; return s; }()},
-      {"unscaled, positive offset", [] { TscScaling s; s.offset = 5'000'000; return s; }()},
+      {"unscaled, negative offset",
+       [] {
+         TscScaling s;
+         s.offset = -1'000'000'000;
+         return s;
+       }()},
+      {"unscaled, positive offset",
+       [] {
+         TscScaling s;
+         s.offset = 5'000'000;
+         return s;
+       }()},
       {"1.5 GHz on 3 GHz", scaling(1'500'000, 3'000'000)},
       {"2.1 GHz on 3 GHz, negative offset", scaling(2'100'000, 3'000'000, -123'456'789)},
       {"2.0 GHz on 2.3 GHz, positive offset", scaling(2'000'000, 2'300'000, 9'999)},
@@ -387,7 +401,8 @@ TEST_CASE("TscScaling::host_tsc_at is the first host cycle at which the guest TS
     Rng rng(99, c.name);
     for (int i = 0; i < 2000; ++i) {
       // Mix of small values (near 0 and the offset) and large ones.
-      const std::uint64_t g = (i % 3 == 0) ? below(rng, 20'000'000) : below(rng, std::uint64_t{1} << 50);
+      const std::uint64_t g =
+          (i % 3 == 0) ? below(rng, 20'000'000) : below(rng, std::uint64_t{1} << 50);
       const Tsc h = c.tsc.host_tsc_at(g);
       INFO(c.name << ": guest " << g << " -> host " << h);
       // Compare signed: with a negative offset the guest TSC is "negative" early on.

@@ -58,8 +58,8 @@ void StealTime::check_entry() const {
     invariant_failed(v_.comm(), "entered the guest with KVM_VCPU_FLUSH_TLB still set");
 }
 
-static const RegisterVcpuMetrics steal_time_metrics([](const std::vector<Vcpu*>& vcpus,
-                                                       Metrics& m, const TscClock& /*clk*/) {
+static const RegisterVcpuMetrics steal_time_metrics([](const std::vector<Vcpu*>& vcpus, Metrics& m,
+                                                       const TscClock& /*clk*/) {
   const StealTimeStats st = sum_over(vcpus, [](const Vcpu& v) { return v.steal_time().stats(); });
   if (st.pv_tlb_flush_requests || st.pv_tlb_flushes) {  // only runs that use PV TLB flush
     m["vcpu.pv_tlb_flush_requests"] = static_cast<double>(st.pv_tlb_flush_requests);

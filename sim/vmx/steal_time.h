@@ -41,9 +41,9 @@ struct StealTimeStats {
   Tsc steal_cycles = 0;                     // run delay reported to the guest
   std::uint64_t pv_tlb_flush_requests = 0;  // guest cmpxchg set KVM_VCPU_FLUSH_TLB
   std::uint64_t pv_tlb_flushes = 0;         // record_steal_time() flushed for the guest
-  using Fields = CounterFields<StealTimeStats, &StealTimeStats::steal_cycles,
-                               &StealTimeStats::pv_tlb_flush_requests,
-                               &StealTimeStats::pv_tlb_flushes>;
+  using Fields =
+      CounterFields<StealTimeStats, &StealTimeStats::steal_cycles,
+                    &StealTimeStats::pv_tlb_flush_requests, &StealTimeStats::pv_tlb_flushes>;
 };
 
 class StealTime {
@@ -82,10 +82,10 @@ class StealTime {
  private:
   Vcpu& v_;
   StealTimeConfig cfg_;
-  bool update_ = false;          // KVM_REQ_STEAL_UPDATE pending
-  std::uint8_t preempted_ = 0;   // steal_time.preempted, as the guest reads it
-  bool writeback_ = false;       // pre-v5.6: the host copy is written back after the entry stage
-  Tsc recorded_ = 0;             // run delay already reported to the guest
+  bool update_ = false;         // KVM_REQ_STEAL_UPDATE pending
+  std::uint8_t preempted_ = 0;  // steal_time.preempted, as the guest reads it
+  bool writeback_ = false;      // pre-v5.6: the host copy is written back after the entry stage
+  Tsc recorded_ = 0;            // run delay already reported to the guest
   StealTimeStats stats_;
 };
 

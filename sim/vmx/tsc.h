@@ -19,8 +19,7 @@ struct TscScaling {
 
   // Ratio for a guest running at guest_khz on a host at host_khz.
   static std::uint64_t ratio_for(std::uint64_t guest_khz, std::uint64_t host_khz) {
-    return static_cast<std::uint64_t>((static_cast<u128>(guest_khz) << kFracBits) /
-                                      host_khz);
+    return static_cast<std::uint64_t>((static_cast<u128>(guest_khz) << kFracBits) / host_khz);
   }
   [[nodiscard]] bool scaled() const { return ratio != kDefaultRatio; }
 

@@ -13,8 +13,8 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   c.vmx = VmxConfig::from(p, clk);
 
   c.lapic_costs = LapicCosts::from(p, clk);
-  c.lapic = LapicConfig::from(
-      p, vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate));
+  c.lapic =
+      LapicConfig::from(p, vmx_preemption_timer_usable(clk.tsc_khz, c.vmx.preemption_timer_rate));
   const LapicConfig& l = c.lapic;
   if (c.vmx.exit_fastpath && l.wait_site == WaitLapicExpireSite::VcpuEnterGuest)
     throw ScenarioError(
