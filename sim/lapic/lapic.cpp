@@ -7,11 +7,11 @@
 
 #include "sim/core/invariants.h"
 #include "sim/lapic/apic_map.h"
-#include "sim/vmx/vcpu.h"
+#include "sim/lapic/lapic_vcpu.h"
 
 namespace kvmsim {
 
-KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
+KvmLapic::KvmLapic(LapicVcpu& vcpu, LapicConfig cfg, LapicCosts costs)
     : HostHrtimer("apic_timer_fn"), vcpu_(vcpu), cfg_(cfg), costs_(std::move(costs)) {
   // kvm_create_lapic(): -1 selects the adaptive advance, starting at 1000 ns.
   advance_adaptive_ = cfg_.timer_advance_ns < 0;
@@ -23,7 +23,7 @@ KvmLapic::KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs)
 
 // vcpu->arch.virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
 std::uint64_t KvmLapic::virtual_tsc_khz() const {
-  return vcpu_.tsc().scale(vcpu_.ctx().clock.tsc_khz);
+  return vcpu_.virtual_tsc_khz();
 }
 
 std::uint64_t KvmLapic::timer_advance_cycles() const {
@@ -52,7 +52,7 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   auto spin_for = [&](std::uint64_t from_guest_tsc, std::uint64_t cap) -> Tsc {
     if (from_guest_tsc >= deadline) return 0;
     const std::uint64_t guest_cycles = std::min(deadline - from_guest_tsc, cap);
-    return vcpu_.tsc().scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
+    return vcpu_.tsc_scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
                                       static_cast<u128>(guest_cycles) * 1000000u / guest_khz))
                                 : guest_cycles;
   };
@@ -268,9 +268,9 @@ Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
         "kvm_apic_send_ipi: only fixed, physical, single-target IPIs are modelled");
   ++ipi_stats_.sent;
   vcpu_.ctx().obs.apic_ipi(vcpu_.id(), icr_low, dest_id, now);
-  Vcpu* target = map_ ? map_->find(dest_id) : nullptr;
+  KvmLapic* target = map_ ? map_->find(dest_id) : nullptr;
   if (!target) return 0;
-  return target->lapic().accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_,
+  return target->accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_,
                                     now);
 }
 
@@ -281,7 +281,7 @@ Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
 // PIR at its next entry). Without APICv: kvm_lapic_set_irr(),
 // KVM_REQ_EVENT, kvm_vcpu_kick() (an IPI forces a target in guest mode
 // out), injection at the next entry.
-Tsc KvmLapic::accept_irq(std::uint8_t vector, Vcpu& sender, Tsc now) {
+Tsc KvmLapic::accept_irq(std::uint8_t vector, LapicVcpu& sender, Tsc now) {
   ++ipi_stats_.accepted;
   vcpu_.ctx().obs.apic_accept_ipi(sender.id(), vcpu_.id(), vector, now);
   Tsc cost = costs_.accept_irq(sender.rng());

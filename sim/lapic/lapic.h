@@ -14,7 +14,7 @@
 
 namespace kvmsim {
 
-class Vcpu;
+class LapicVcpu;
 
 inline constexpr std::uint8_t LOCAL_TIMER_VECTOR = 0xec;  // guest Linux LVTT vector
 
@@ -164,7 +164,7 @@ struct LapicConfig {
 
 class KvmLapic : public HostHrtimer {
  public:
-  KvmLapic(Vcpu& vcpu, LapicConfig cfg, LapicCosts costs);
+  KvmLapic(LapicVcpu& vcpu, LapicConfig cfg, LapicCosts costs);
 
   // WRMSR IA32_TSC_DEADLINE: kvm_set_lapic_tscdeadline_msr().
   Tsc set_tscdeadline_msr(std::uint64_t data, Tsc now);
@@ -202,7 +202,7 @@ class KvmLapic : public HostHrtimer {
   // shorthand, physical, fixed, not broadcast.
   [[nodiscard]] static bool icr_fastpath_ok(std::uint64_t icr);
   // __apic_accept_irq(APIC_DM_FIXED) on this LAPIC, from `sender`'s vCPU.
-  Tsc accept_irq(std::uint8_t vector, Vcpu& sender, Tsc now);
+  Tsc accept_irq(std::uint8_t vector, LapicVcpu& sender, Tsc now);
   void set_apic_map(const ApicMap* m) { map_ = m; }
   Tsc inject_event();  // KVM_REQ_EVENT: inject an IRR vector (no APICv)
   void count_kick();
@@ -248,7 +248,7 @@ class KvmLapic : public HostHrtimer {
   Tsc apic_timer_expired(bool from_timer_fn, Tsc now);
   Tsc local_deliver_timer(Tsc now);
 
-  Vcpu& vcpu_;
+  LapicVcpu& vcpu_;
   LapicConfig cfg_;
   LapicCosts costs_;
   std::uint64_t tscdeadline_ = 0;          // guest TSC, 0 = disarmed

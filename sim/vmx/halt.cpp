@@ -293,7 +293,7 @@ bool KvmHalt::wake_up(Tsc now, int from_cpu) {
 // kvm_vcpu_block() (a task already off its CPU needs the reschedule IPI to
 // leave the idle loop). A second kick before the first landed does nothing
 // (the task is already running).
-bool KvmHalt::wake_up_from(Vcpu& sender, Tsc at, Tsc* cost) {
+bool KvmHalt::wake_up_from(LapicVcpu& sender, Tsc at, Tsc* cost) {
   *cost = 0;
   switch (v_.state_) {
     case Vcpu::State::Blocked: {

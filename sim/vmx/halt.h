@@ -20,6 +20,7 @@
 
 namespace kvmsim {
 
+class LapicVcpu;
 class ParamSet;
 class Vcpu;
 
@@ -91,7 +92,7 @@ class KvmHalt {
   // From the LAPIC timer on `from_cpu` (apic_timer_fn):
   bool wake_up(Tsc now, int from_cpu);
   // From `sender`'s thread at `at` (an IPI); *cost: the sender's share.
-  bool wake_up_from(Vcpu& sender, Tsc at, Tsc* cost);
+  bool wake_up_from(LapicVcpu& sender, Tsc at, Tsc* cost);
   // need_resched on this pCPU ends a poll (kvm_vcpu_can_poll()).
   void resched_requested(Tsc now);
 

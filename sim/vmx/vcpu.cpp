@@ -43,10 +43,9 @@ VmxConfig VmxConfig::from(const ParamSet& p, const TscClock& clk) {
 
 Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts& costs,
            const VmxConfig& vmx, LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
-    : HostThread("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, 0, std::move(allowed)),
-      vcpu_id_(vcpu_id),
+    : LapicVcpu("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, std::move(allowed),
+                vcpu_id, pcpu),
       vm_id_(vm_id),
-      pcpu_(&pcpu),
       costs_(costs),
       vmx_(vmx),
       tsc_(tsc),

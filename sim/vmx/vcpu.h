@@ -35,6 +35,7 @@
 #include "sim/core/counters.h"
 #include "sim/core/dist.h"
 #include "sim/lapic/lapic.h"
+#include "sim/lapic/lapic_vcpu.h"
 #include "sim/sched/pcpu.h"
 #include "sim/vmx/directed_yield.h"
 #include "sim/vmx/exit_reason.h"
@@ -101,7 +102,7 @@ struct VmVcpuList {
   int last_boosted_vcpu = 0;
 };
 
-class Vcpu : public HostThread {
+class Vcpu final : public LapicVcpu {
  public:
   // `pcpu`: where the thread starts; `allowed`: its affinity (one pCPU when pinned).
   Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts& costs,
@@ -122,23 +123,23 @@ class Vcpu : public HostThread {
   void posted_interrupt(Pcpu& cpu, Tsc now) override;
   void resched_requested(Pcpu& cpu, Tsc now) override;
 
-  // vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
-  bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired);
-  void cancel_hv_timer() { hv_deadline_tsc_ = kHvDeadlineNone; }
+  // LapicVcpu: vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
+  bool set_hv_timer(std::uint64_t guest_deadline_tsc, Tsc now, bool* expired) override;
+  void cancel_hv_timer() override { hv_deadline_tsc_ = kHvDeadlineNone; }
   // kvm_vcpu_kick() from `from_cpu` (the pCPU the caller runs on): wake a
   // blocked vCPU, or IPI its pCPU when it is in guest mode elsewhere.
   void kick(Tsc now, int from_cpu);
-  void kick(Tsc now) { kick(now, pcpu_->id()); }
+  void kick(Tsc now) override { kick(now, pcpu_->id()); }
 
   // --- IPIs from other vCPUs (vcpu_kick.cpp) ---------------------------------
   // kvm_vcpu_kick() from `sender`'s thread at `at`: wake a blocked vCPU
   // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
   // sender's cost.
-  Tsc kick_from(Vcpu& sender, Tsc at);
+  Tsc kick_from(LapicVcpu& sender, Tsc at) override;
   // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
   // part until the exit is handled with interrupts on (incl. the fastpath).
-  [[nodiscard]] bool in_guest_mode_for_ipi() const;
-  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  [[nodiscard]] bool in_guest_mode_for_ipi() const override;
+  void request_event() override { event_request_ = true; }  // KVM_REQ_EVENT
   // The one way a vector reaches the guest: if it can take one, the LAPIC
   // acknowledges the highest deliverable vector (kvm_get_apic_interrupt ->
   // apic_set_isr) and the guest's handler starts. Called at entry, on a
@@ -153,10 +154,7 @@ class Vcpu : public HostThread {
       pcpu_->end_guest_spin();
   }
 
-  [[nodiscard]] int id() const { return vcpu_id_; }
   [[nodiscard]] int vm_id() const { return vm_id_; }
-  Pcpu& pcpu() { return *pcpu_; }  // where the thread runs or last ran
-  [[nodiscard]] const Pcpu& pcpu() const { return *pcpu_; }
   // The steal-time area's `preempted` byte (KVM_VCPU_PREEMPTED, KVM_VCPU_FLUSH_TLB).
   [[nodiscard]] std::uint8_t steal_time_preempted() const { return steal_.preempted(); }
   // The guest's try_cmpxchg() of KVM_VCPU_FLUSH_TLB into that byte
@@ -172,7 +170,11 @@ class Vcpu : public HostThread {
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
   [[nodiscard]] const VcpuCosts& costs() const { return costs_; }
-  [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const { return tsc_.read_l1_tsc(host); }
+  [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const override { return tsc_.read_l1_tsc(host); }
+  [[nodiscard]] std::uint64_t virtual_tsc_khz() const override {
+    return tsc_.scale(pcpu_->ctx().clock.tsc_khz);
+  }
+  [[nodiscard]] bool tsc_scaled() const override { return tsc_.scaled(); }
   [[nodiscard]] Tsc hv_deadline_tsc() const { return hv_deadline_tsc_; }
   // What vmx_update_hv_timer() wrote for the current (or last) entry: whether
   // a deadline was loaded, and the 32-bit counter value (for the views).
@@ -180,7 +182,7 @@ class Vcpu : public HostThread {
   [[nodiscard]] std::uint32_t preemption_timer_value() const { return preemption_timer_value_; }
   [[nodiscard]] bool in_guest_mode() const { return state_ == State::InGuest; }
   // RFLAGS.IF and not inside a handler: an injected vector is taken at entry.
-  [[nodiscard]] bool guest_interruptible() const {
+  [[nodiscard]] bool guest_interruptible() const override {
     return guest_ != nullptr && guest_->interruptible();
   }
   [[nodiscard]] GuestVcpu& guest() { return *guest_; }
@@ -208,8 +210,6 @@ class Vcpu : public HostThread {
   // MSR_KVM_POLL_CONTROL bit 0 (KVM_FEATURE_POLL_CONTROL, v5.3+): the guest
   // clears it to turn host halt polling off (kvm_arch_no_poll()).
   void set_poll_control(bool on) { halt_.set_poll_control(on); }
-  Rng& rng() { return pcpu_->rng(); }
-  SimContext& ctx() { return pcpu_->ctx(); }
 
   // --- for the exit and hypercall handlers ------------------------------------
   // The exiting instruction (WRMSR: MSR and value; VMCALL: number and argument).
@@ -262,8 +262,7 @@ class Vcpu : public HostThread {
   Tsc run_exit_handler(Tsc now);
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
 
-  int vcpu_id_, vm_id_;
-  Pcpu* pcpu_;
+  int vm_id_;
   VcpuCosts costs_;
   VmxConfig vmx_;
   TscScaling tsc_;

@@ -42,7 +42,7 @@ bool Vcpu::in_guest_mode_for_ipi() const {
 // the target is in guest mode, kvm_arch_vcpu_should_kick() flips it to
 // EXITING_GUEST_MODE and smp_send_reschedule() forces the exit. A second
 // kick before the first landed does nothing (the task is already exiting).
-Tsc Vcpu::kick_from(Vcpu& sender, Tsc at) {
+Tsc Vcpu::kick_from(LapicVcpu& sender, Tsc at) {
   Tsc cost = 0;
   if (halt_.wake_up_from(sender, at, &cost)) return cost;
   if (in_guest_mode_for_ipi() && !exiting_) {

@@ -43,7 +43,7 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
   for (const auto& v : vcpus_) spin_list_.vcpus.push_back(v.get());
   for (const auto& v : vcpus_) v->set_vm_vcpus(&spin_list_);
   // kvm_apic_map: APIC ID = vCPU index in the VM.
-  for (const auto& v : vcpus_) apic_map_.add(v.get());
+  for (const auto& v : vcpus_) apic_map_.add(&v->lapic());
   for (const auto& v : vcpus_) v->lapic().set_apic_map(&apic_map_);
 }
 
