@@ -77,7 +77,7 @@ class DirectedYield {
   bool eligible_for_directed_yield();
 
   Vcpu& v_;
-  DirectedYieldConfig cfg_;
+  const DirectedYieldConfig& cfg_;  // the VM's (VmConfig)
   // vcpu->spin_loop (CONFIG_HAVE_KVM_CPU_RELAX_INTERCEPT): in_spin_loop from
   // handle_pause() until this vCPU leaves kvm_vcpu_on_spin(), which for a
   // vCPU that yielded is when it runs again; dy_eligible toggles each time

@@ -121,7 +121,7 @@ class KvmHalt {
   [[nodiscard]] bool polling_allowed() const { return cfg_.poll.configured() && poll_control_; }
 
   Vcpu& v_;
-  HaltConfig cfg_;
+  const HaltConfig& cfg_;  // the VM's (VmConfig)
   bool hv_timer_before_block_ = false;
   bool block_kicked_ = false;  // a remote kick came during the Block stage
   bool rewaiting_ = false;     // the Block stage after a spurious wake-up (IF clear)

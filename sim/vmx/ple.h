@@ -118,7 +118,7 @@ class PleWindow {
     return spin_end_ > now ? spin_end_ - now : 0;
   }
 
-  PleConfig cfg_;
+  const PleConfig& cfg_;  // the VM's (VmConfig)
   bool armed_ = false;  // the guest spins; the segment ends at the PLE window
   Tsc deadline_ = 0;
   // A bounded guest spin ends here; kTscNever = open-ended or no spin.

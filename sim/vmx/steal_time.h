@@ -81,7 +81,7 @@ class StealTime {
 
  private:
   Vcpu& v_;
-  StealTimeConfig cfg_;
+  const StealTimeConfig& cfg_;  // the VM's (VmConfig)
   bool update_ = false;         // KVM_REQ_STEAL_UPDATE pending
   std::uint8_t preempted_ = 0;  // steal_time.preempted, as the guest reads it
   bool writeback_ = false;      // pre-v5.6: the host copy is written back after the entry stage

@@ -104,7 +104,8 @@ struct VmVcpuList {
 
 class Vcpu final : public LapicVcpu {
  public:
-  // `pcpu`: where the thread starts; `allowed`: its affinity (one pCPU when pinned).
+  // `pcpu`: where the thread starts; `allowed`: its affinity (one pCPU when
+  // pinned). `costs` and `vmx` are the VM's and must outlive the vCPU.
   Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts& costs,
        const VmxConfig& vmx, LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc);
 
@@ -263,8 +264,9 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
 
   int vm_id_;
-  VcpuCosts costs_;
-  VmxConfig vmx_;
+  // The VM's configuration (VmConfig, owned by the Vm and shared by its vCPUs).
+  const VcpuCosts& costs_;
+  const VmxConfig& vmx_;
   TscScaling tsc_;
   KvmLapic lapic_;
   GuestVcpu* guest_ = nullptr;

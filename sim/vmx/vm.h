@@ -37,6 +37,7 @@ class Vm {
   [[nodiscard]] std::uint64_t guest_tsc_khz() const { return guest_tsc_khz_; }
 
  private:
+  VmConfig cfg_;          // what every vCPU of this VM reads (they keep references)
   VmVcpuList spin_list_;  // kvm->vcpus for kvm_vcpu_on_spin()
   int id_;
   std::uint64_t guest_tsc_khz_;
