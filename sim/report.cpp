@@ -62,9 +62,8 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
         "p99 {:.0f} ns  max {:.0f} ns  overflows {:.0f} (histogram buckets of 1 ns)\n",
         // avg as cyclictest prints it (truncated), then the exact mean.
         get("cyclictest.loops"), get("cyclictest.min_ns"), std::trunc(get("cyclictest.avg_ns")),
-        get("cyclictest.avg_ns"),
-        get("cyclictest.p50_ns"), get("cyclictest.p99_ns"), get("cyclictest.max_ns"),
-        get("cyclictest.overflows"));
+        get("cyclictest.avg_ns"), get("cyclictest.p50_ns"), get("cyclictest.p99_ns"),
+        get("cyclictest.max_ns"), get("cyclictest.overflows"));
   } else if (r.histogram) {
     s += fmt::format(
         "\ncyclictest: {:.0f} loops  min {:.0f} us  avg {:.2f} us  p50 {:.0f} us  p99 {:.0f} us  "

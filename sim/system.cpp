@@ -134,7 +134,8 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   ctx_.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
-  ctx_.run_ahead.enabled = opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
+  ctx_.run_ahead.enabled =
+      opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
   ModelTime::reset();
   // Exit statistics, latency breakdown and the guard (fingerprint,
   // invariants, a signal's stop request: run_guard.h), called directly.

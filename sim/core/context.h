@@ -7,8 +7,8 @@
 
 #include <systemc>
 
-#include "sim/core/observers.h"
 #include "sim/core/model_time.h"
+#include "sim/core/observers.h"
 #include "sim/core/random.h"
 #include "sim/core/run_ahead.h"
 #include "sim/core/time.h"

@@ -116,8 +116,7 @@ constexpr double kMaxCostCycles = 1e10;
 constexpr double kMaxLogNormalSigma = 2;  // e^(8.3 sigma) stays far below 2^64 cycles
 
 std::string too_large(const Quantity& q) {
-  if (q.cycles ? std::fabs(q.value) <= kMaxCostCycles : std::fabs(q.value) <= kMaxCostNs)
-    return {};
+  if (q.cycles ? std::fabs(q.value) <= kMaxCostCycles : std::fabs(q.value) <= kMaxCostNs) return {};
   return fmt::format("{} is above one simulated second (limit 1s, or 1e10cyc)", q.str());
 }
 

@@ -34,11 +34,11 @@ enum class Stage : std::uint8_t {
   GuestSyscall,
   GuestUser,
   // Appended (the values above are hashed by sim.fingerprint).
-  HaltPoll,       // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
-  VcpuRun,        // vcpu_run() loop between two vcpu_enter_guest(), IRQs on (pending timer injection)
-  GuestHaltPoll,  // guest cpuidle poll state (cpuidle-haltpoll's poll_idle()) before HLT
-  HostIdleEnter,  // host do_idle(): tick_nohz_idle_enter() + cpuidle_select(), IRQs off
-  HostCstateExit, // the core leaving a C-state (exit latency) before the IRQ is taken
+  HaltPoll,  // kvm_vcpu_halt(): polling kvm_vcpu_check_block() before sleeping
+  VcpuRun,   // vcpu_run() loop between two vcpu_enter_guest(), IRQs on (pending timer injection)
+  GuestHaltPoll,   // guest cpuidle poll state (cpuidle-haltpoll's poll_idle()) before HLT
+  HostIdleEnter,   // host do_idle(): tick_nohz_idle_enter() + cpuidle_select(), IRQs off
+  HostCstateExit,  // the core leaving a C-state (exit latency) before the IRQ is taken
   Count
 };
 

@@ -14,8 +14,8 @@ namespace kvmsim {
 __extension__ typedef unsigned __int128 u128;
 __extension__ typedef __int128 s128;
 
-using Tsc = std::uint64_t;        // host TSC cycles (absolute or delta)
-using STsc = std::int64_t;        // signed cycle delta
+using Tsc = std::uint64_t;  // host TSC cycles (absolute or delta)
+using STsc = std::int64_t;  // signed cycle delta
 inline constexpr Tsc kTscNever = std::numeric_limits<Tsc>::max();
 
 // A TSC frequency and its exact integer conversions (as the kernel's

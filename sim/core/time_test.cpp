@@ -11,15 +11,15 @@ TEST_CASE("time: ns_to_cycles truncates ns * khz / 1e6", "[time]") {
   const TscClock clk{2'300'000};  // 2.3 GHz
   CHECK(clk.ns_to_cycles(0) == 0);
   CHECK(clk.ns_to_cycles(1000) == 2300);
-  CHECK(clk.ns_to_cycles(1) == 2);    // 2.3
-  CHECK(clk.ns_to_cycles(3) == 6);    // 6.9: truncated, not rounded
+  CHECK(clk.ns_to_cycles(1) == 2);       // 2.3
+  CHECK(clk.ns_to_cycles(3) == 6);       // 6.9: truncated, not rounded
   CHECK(clk.ns_to_cycles(999) == 2297);  // 2297.7
   CHECK(clk.ns_to_cycles(1'000'000) == 2'300'000);
   // A non-round frequency.
   const TscClock odd{2'095'078};
-  CHECK(odd.ns_to_cycles(1000) == 2095);        // 2095.078
+  CHECK(odd.ns_to_cycles(1000) == 2095);  // 2095.078
   CHECK(odd.ns_to_cycles(1'000'000) == 2'095'078);
-  CHECK(odd.ns_to_cycles(333) == 697);          // 697.66
+  CHECK(odd.ns_to_cycles(333) == 697);  // 697.66
 }
 
 TEST_CASE("time: cycles_to_ns truncates cycles * 1e6 / khz", "[time]") {

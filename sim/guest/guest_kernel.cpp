@@ -231,8 +231,8 @@ GuestTask* GuestKernel::pick_next(Tsc now) {
 std::uint64_t GuestKernel::clock_task_ns(Tsc now) const {
   const std::uint64_t ns = guest_ns(now);
   if (!cfg_.fair.steal_accounting) return ns;
-  const auto steal = static_cast<std::uint64_t>(static_cast<u128>(vcpu_.steal_time().stats().steal_cycles) *
-                                                1000000u / guest_tsc_khz_);
+  const auto steal = static_cast<std::uint64_t>(
+      static_cast<u128>(vcpu_.steal_time().stats().steal_cycles) * 1000000u / guest_tsc_khz_);
   return steal < ns ? ns - steal : 0;
 }
 

@@ -235,16 +235,18 @@ void declare_guest_eras(ParamRegistry& r) {
                "base's clk shows a timer due"}});
   r.set_eras("guest.pv_spinlock_wait_early_preempted", "guest.kernel",
              {{"3.10", "false", "pv_wait_early(): only a halted predecessor"},
-              {"4.11", "true",
-               "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
-              {"5.4", "false", "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
-  r.set_eras("guest.pv_sched_yield", "guest.kernel",
-             {{"3.10", "false", "no PV sched yield"},
-              {"5.2", "true", "kvm_smp_send_call_func_ipi(): KVM_HC_SCHED_YIELD to a preempted target"}});
-  r.set_eras("guest.clockevent_shutdown", "guest.kernel",
-             {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
-              {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},
-              {"6.12", "lvtt_deadline0", "v6.12: lapic_timer_shutdown() also zeroes TSC_DEADLINE"}});
+              {"4.11", "true", "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
+              {"5.4", "false",
+               "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
+  r.set_eras(
+      "guest.pv_sched_yield", "guest.kernel",
+      {{"3.10", "false", "no PV sched yield"},
+       {"5.2", "true", "kvm_smp_send_call_func_ipi(): KVM_HC_SCHED_YIELD to a preempted target"}});
+  r.set_eras(
+      "guest.clockevent_shutdown", "guest.kernel",
+      {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},
+       {"4.11", "lvtt_tmict", "v4.11: lapic_timer_shutdown() as the oneshot-stopped state"},
+       {"6.12", "lvtt_deadline0", "v6.12: lapic_timer_shutdown() also zeroes TSC_DEADLINE"}});
 }
 
 }  // namespace kvmsim

@@ -31,10 +31,7 @@ TlbFlushStats& TlbFlushStats::operator+=(const TlbFlushStats& o) {
 }
 
 GuestMm::GuestMm(GuestSmp& smp, TlbFlushCosts costs, bool pv, const TscClock& clk)
-    : smp_(smp),
-      costs_(std::move(costs)),
-      pv_(pv),
-      cpus_(static_cast<std::size_t>(smp.nr_cpus())) {
+    : smp_(smp), costs_(std::move(costs)), pv_(pv), cpus_(static_cast<std::size_t>(smp.nr_cpus())) {
   for (std::size_t b = 0; b < band_edges_.size(); ++b)
     band_edges_[b] = clk.ns_to_cycles(TlbFlushStats::kWaitBandEdgesNs[b]);
 }
@@ -117,23 +114,23 @@ class GuestMm::FlushOthers : public KernelWork {
         // The initiator's own run delay over the wait: the part of it spent
         // off its pCPU (preempted, or yielded by Pause-Loop Exiting).
         const Tsc rd0 = k.vcpu().se().run_delay_at(now);
-        k.smp_call_function_many(
-            ipi_, std::move(f), true,
-            [mm, targets = targets_, gen = gen_, t0 = now, not_running, rd0,
-             done = std::move(done_)](GuestKernel& self, Tsc at) {
-              const Tsc w = at - t0;
-              mm->stats_.wait_cycles += w;
-              const Tsc off = self.vcpu().se().run_delay_at(at) - rd0;
-              mm->stats_.wait_off_cpu_cycles += off;
-              mm->count_wait(w, off);
-              mm->stats_.wait_max_cycles = std::max(mm->stats_.wait_max_cycles, w);
-              if (not_running) {
-                ++mm->stats_.flushes_waiting_on_not_running;
-                mm->stats_.wait_cycles_not_running += w;
-              }
-              finish(*mm, targets, gen, self, at);
-              if (done) done(self, at);
-            });
+        k.smp_call_function_many(ipi_, std::move(f), true,
+                                 [mm, targets = targets_, gen = gen_, t0 = now, not_running, rd0,
+                                  done = std::move(done_)](GuestKernel& self, Tsc at) {
+                                   const Tsc w = at - t0;
+                                   mm->stats_.wait_cycles += w;
+                                   const Tsc off = self.vcpu().se().run_delay_at(at) - rd0;
+                                   mm->stats_.wait_off_cpu_cycles += off;
+                                   mm->count_wait(w, off);
+                                   mm->stats_.wait_max_cycles =
+                                       std::max(mm->stats_.wait_max_cycles, w);
+                                   if (not_running) {
+                                     ++mm->stats_.flushes_waiting_on_not_running;
+                                     mm->stats_.wait_cycles_not_running += w;
+                                   }
+                                   finish(*mm, targets, gen, self, at);
+                                   if (done) done(self, at);
+                                 });
         return std::nullopt;
       }
       default:
@@ -209,8 +206,7 @@ void GuestMm::report_stats(const TlbFlushStats& s, const TscClock& clk, Metrics&
   // The mean over the flushes that waited (sent IPIs): a PV flush that left
   // every target to the host did not wait and is not in it.
   m[prefix + "wait_avg_us"] =
-      s.ipi_flushes ? clk.to_ns(static_cast<double>(s.wait_cycles)) / 1000 / d(s.ipi_flushes)
-                    : 0;
+      s.ipi_flushes ? clk.to_ns(static_cast<double>(s.wait_cycles)) / 1000 / d(s.ipi_flushes) : 0;
   m[prefix + "wait_max_us"] = clk.to_ns(static_cast<double>(s.wait_max_cycles)) / 1000;
   static constexpr std::array<const char*, TlbFlushStats::kWaitBands> kBand = {
       "lt10us", "lt100us", "lt1ms", "lt10ms", "ge10ms"};

@@ -38,7 +38,7 @@ struct TlbFlushCosts {
 };
 
 struct TlbFlushStats {
-  std::uint64_t flushes = 0;          // flush_tlb_mm_range() calls with other CPUs in the mask
+  std::uint64_t flushes = 0;  // flush_tlb_mm_range() calls with other CPUs in the mask
   // Of those, the ones that sent IPIs and so waited in csd_lock_wait(),
   // counted when they send. The rest: with PV flush, flushes whose targets
   // were all PREEMPTED (they send none and do not wait), and flushes the

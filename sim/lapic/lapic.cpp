@@ -22,9 +22,7 @@ KvmLapic::KvmLapic(LapicVcpu& vcpu, LapicConfig cfg, LapicCosts costs)
 }
 
 // vcpu->arch.virtual_tsc_khz: the guest's TSC rate (host rate scaled by the ratio).
-std::uint64_t KvmLapic::virtual_tsc_khz() const {
-  return vcpu_.virtual_tsc_khz();
-}
+std::uint64_t KvmLapic::virtual_tsc_khz() const { return vcpu_.virtual_tsc_khz(); }
 
 std::uint64_t KvmLapic::timer_advance_cycles() const {
   const std::uint64_t guest_khz = virtual_tsc_khz();
@@ -53,8 +51,8 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
     if (from_guest_tsc >= deadline) return 0;
     const std::uint64_t guest_cycles = std::min(deadline - from_guest_tsc, cap);
     return vcpu_.tsc_scaled() ? vcpu_.ctx().clock.ns_to_cycles(static_cast<std::uint64_t>(
-                                      static_cast<u128>(guest_cycles) * 1000000u / guest_khz))
-                                : guest_cycles;
+                                    static_cast<u128>(guest_cycles) * 1000000u / guest_khz))
+                              : guest_cycles;
   };
   const Tsc overhead = costs_.wait_lapic_expire(vcpu_.rng());
   Tsc spin = 0;
@@ -270,8 +268,7 @@ Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
   vcpu_.ctx().obs.apic_ipi(vcpu_.id(), icr_low, dest_id, now);
   KvmLapic* target = map_ ? map_->find(dest_id) : nullptr;
   if (!target) return 0;
-  return target->accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_,
-                                    now);
+  return target->accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_, now);
 }
 
 // __apic_accept_irq(APIC_DM_FIXED, edge) on the target. With APICv:

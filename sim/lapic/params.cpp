@@ -79,9 +79,10 @@ void declare_lapic_eras(ParamRegistry& r) {
              {{"3.10", "false", "the LAPIC timer is a host hrtimer only"},
               {"4.8", "true",
                "ce7a058a2117 (v4.8): kvm_intel.preemption_timer, on where the CPU has it"}});
-  r.set_eras("kvm.hv_timer_advance", "host.kernel",
-             {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
-              {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
+  r.set_eras(
+      "kvm.hv_timer_advance", "host.kernel",
+      {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
+       {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
   r.set_eras("kvm.apic_timer_expired_inject", "host.kernel",
              {{"4.0", "false", "pending + KVM_REQ_PENDING_TIMER, injected by vcpu_run()"},
               {"5.8", "true",

@@ -17,9 +17,9 @@
 //
 // Left out: PELT and balance_interval growth in the periodic load
 // balancing (rebalance_domains(), optional: host.sched_load_balance),
-// nohz_idle_balance() is a simplified stand-in for idle pCPUs, wake_affine_weight (WA_WEIGHT) and wake_wide, the
-// SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance,
-// NUMA balancing, group scheduling, PELT (load is the sum of weights).
+// nohz_idle_balance() is a simplified stand-in for idle pCPUs, wake_affine_weight (WA_WEIGHT) and
+// wake_wide, the SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance, NUMA
+// balancing, group scheduling, PELT (load is the sum of weights).
 #pragma once
 
 #include <cstdint>

@@ -93,29 +93,70 @@ void declare_sched_params(ParamRegistry& r) {
   // Host cpuidle (sim/sched/cpuidle.h): off = the idle loop of the
   // calibrated hosts (no governor, no C-state exit latency, no idle-entry
   // work); menu = intel_idle's states and the menu governor (~v4.3).
-  r.declare({"host.cpuidle", ParamType::String, "off", "", {}, {}, {"off", "menu"},
+  r.declare({"host.cpuidle",
+             ParamType::String,
+             "off",
+             "",
+             {},
+             {},
+             {"off", "menu"},
              "Host idle: off (the idle task waits for the next interrupt; no C-states, no "
              "governor, no idle-entry cost) or menu (intel_idle states of "
              "host.cpuidle_states chosen by the menu governor of ~v4.3; the exit latency "
              "delays the wake-up)."});
-  r.declare({"host.cpuidle_states", ParamType::String, "", "", {}, {}, {},
+  r.declare({"host.cpuidle_states",
+             ParamType::String,
+             "",
+             "",
+             {},
+             {},
+             {},
              "intel_idle's state table for the platform's CPU model, "
              "NAME:EXIT_LATENCY_US:TARGET_RESIDENCY_US,... (drivers/idle/intel_idle.c, the "
              "states CPUID leaf 5 enables); the POLL state is added as state 0."});
-  r.declare({"host.max_cstate", ParamType::Int, "9", "count", 1, 9, {},
+  r.declare({"host.max_cstate",
+             ParamType::Int,
+             "9",
+             "count",
+             1,
+             9,
+             {},
              "intel_idle.max_cstate: only the first N entries of host.cpuidle_states."});
-  r.declare({"host.cpuidle_latency_req_us", ParamType::Int, "2000000000", "us", 0, 2000000000,
+  r.declare({"host.cpuidle_latency_req_us",
+             ParamType::Int,
+             "2000000000",
+             "us",
+             0,
+             2000000000,
              {},
              "PM QoS CPU latency limit (/dev/cpu_dma_latency; default: none): states with a "
              "larger exit latency are not chosen; 0 = POLL only."});
-  r.declare({"cost.host.idle_enter", ParamType::Dist, "1000ns", "time", {}, {}, {},
+  r.declare({"cost.host.idle_enter",
+             ParamType::Dist,
+             "1000ns",
+             "time",
+             {},
+             {},
+             {},
              "Host idle entry with host.cpuidle menu, IRQs off, once per idle period: "
              "tick_nohz_idle_enter() stopping the tick (get_next_timer_interrupt, clockevent "
              "reprogram). Estimate, not measured."});
-  r.declare({"cost.host.cpuidle_select", ParamType::Dist, "500ns", "time", {}, {}, {},
+  r.declare({"cost.host.cpuidle_select",
+             ParamType::Dist,
+             "500ns",
+             "time",
+             {},
+             {},
+             {},
              "Each round of the host idle loop with host.cpuidle menu: cpuidle_idle_call() -> "
              "menu_select(), cpuidle_enter_state(), intel_idle() up to MWAIT. Estimate."});
-  r.declare({"noise.irq.rate_hz", ParamType::Double, "0", "Hz", 0, 1e6, {},
+  r.declare({"noise.irq.rate_hz",
+             ParamType::Double,
+             "0",
+             "Hz",
+             0,
+             1e6,
+             {},
              "Rate of host device interrupts/IPIs landing on each vCPU's pCPU (Poisson)."});
   r.declare({"noise.irq.duration",
              ParamType::Dist,

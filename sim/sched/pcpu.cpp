@@ -6,7 +6,6 @@
 
 namespace kvmsim {
 
-
 Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCosts costs,
            Host& host)
     : sc_module(name),

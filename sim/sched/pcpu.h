@@ -51,7 +51,6 @@ class HostScheduler;
 
 enum class SegKind : std::uint8_t { HostIrqOff, HostIrqOn, Guest, HostUser };
 
-
 // A host task (vCPU thread, kthread, user process). Its SchedEntity is what
 // the scheduler queues; the pCPU calls run() whenever the thread should start
 // its next segment on it.

@@ -42,8 +42,7 @@ class TraceObserver : public ModelObserver {
   void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
   void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) override;
   void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) override;
-  void on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1,
-                    Tsc t) override;
+  void on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1, Tsc t) override;
   void on_pv_tlb_flush(int vcpu, bool need_flush_tlb, Tsc t) override;
   void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;

@@ -228,8 +228,7 @@ bool parse_apic_accept_irq(string_view p, KvmApicAcceptIrq& e, std::string& err)
 bool parse_hypercall(string_view p, KvmHypercall& e, std::string& err) {
   const auto t = split_ws(p);
   const char* const msg = "kvm_hypercall: expected 'nr 0xN a0 0xN a1 0xN a2 0xN a3 0xN'";
-  if (t.size() < 10 || t[0] != "nr" || t[2] != "a0" || t[4] != "a1" || t[6] != "a2" ||
-      t[8] != "a3")
+  if (t.size() < 10 || t[0] != "nr" || t[2] != "a0" || t[4] != "a1" || t[6] != "a2" || t[8] != "a3")
     return fail(err, msg);
   std::uint64_t* const f[5] = {&e.nr, &e.a0, &e.a1, &e.a2, &e.a3};
   for (int i = 0; i < 5; ++i) {

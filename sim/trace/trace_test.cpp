@@ -498,7 +498,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(18000, {"<idle>", 0}, 3, SchedWakeup{"CPU 0/KVM", 1234, 120, 3, std::nullopt});
   add(19000, {"<idle>", 0}, 3, SchedWakeup{"kworker/10:0", 2763, 120, 10, 1});
   add(20000, {"CPU 0/KVM", 1000}, 2, KvmApicIpi{0x4020, 1});
-  add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});  // logical, level, all-but-self
+  add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});    // logical, level, all-but-self
   add(22000, {"CPU 2/KVM", 1002}, 4, KvmHypercall{5, 0, 3, 0, 0});  // KVM_HC_KICK_CPU
   add(123456789012345678LL, {"a-b c", 99999}, 127, KvmPvTlbFlush{0, false});
   std::ostringstream out;
@@ -548,7 +548,8 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
           if constexpr (std::is_same_v<T, SchedSwitch>) w2.sched_switch(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, SchedWakeup>) w2.sched_wakeup(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmApicIpi>) w2.kvm_apic_ipi(c.ts_ns, c.task, c.cpu, e);
-          if constexpr (std::is_same_v<T, KvmHypercall>) w2.kvm_hypercall(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmHypercall>)
+            w2.kvm_hypercall(c.ts_ns, c.task, c.cpu, e);
         },
         c.data);
   }
@@ -659,8 +660,8 @@ TEST_CASE("writer framing is trace-cmd report's, byte for byte", "[trace]") {
   const auto ns = parse_trace_line(format_line(123456789500, {"x", 1}, 0, "kvm_msr", "p"), 1);
   REQUIRE(ns.kind == LineKind::Event);
   CHECK(ns.ts == 123456789500);
-  const auto us = parse_trace_line(
-      format_line(123456789500, {"x", 1}, 0, "kvm_msr", "p", TsPrecision::Us), 1);
+  const auto us =
+      parse_trace_line(format_line(123456789500, {"x", 1}, 0, "kvm_msr", "p", TsPrecision::Us), 1);
   REQUIRE(us.kind == LineKind::Event);
   CHECK(us.ts == 123456790000);
 }

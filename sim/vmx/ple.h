@@ -119,7 +119,7 @@ class PleWindow {
   }
 
   const PleConfig& cfg_;  // the VM's (VmConfig)
-  bool armed_ = false;  // the guest spins; the segment ends at the PLE window
+  bool armed_ = false;    // the guest spins; the segment ends at the PLE window
   Tsc deadline_ = 0;
   // A bounded guest spin ends here; kTscNever = open-ended or no spin.
   Tsc spin_end_ = kTscNever;

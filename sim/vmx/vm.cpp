@@ -37,9 +37,8 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
   for (int v = 0; v < vcpus; ++v) {
     const int vcpu_id = first_vcpu_id + v;
     auto [pcpu, allowed] = place(vcpu_id);
-    vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed),
-                                            cfg_.vcpu_costs, cfg_.vmx, cfg_.lapic,
-                                            cfg_.lapic_costs, cfg_.tsc));
+    vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg_.vcpu_costs,
+                                            cfg_.vmx, cfg_.lapic, cfg_.lapic_costs, cfg_.tsc));
   }
   for (const auto& v : vcpus_) spin_list_.vcpus.push_back(v.get());
   for (const auto& v : vcpus_) v->set_vm_vcpus(&spin_list_);

@@ -2,8 +2,8 @@
 // process, so every simulation in the test suite is its own process).
 #pragma once
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -55,8 +55,8 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
 // at once must not write into each other's output directories.
 inline const std::filesystem::path& test_temp_root() {
   struct Root {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("kvmsim-test-" + std::to_string(::getpid()));
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("kvmsim-test-" + std::to_string(::getpid()));
     ~Root() {
       std::error_code ec;
       std::filesystem::remove_all(path, ec);

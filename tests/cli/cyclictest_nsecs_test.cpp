@@ -14,7 +14,7 @@ using namespace kvmsim::test;
 namespace {
 const std::string kArgs = "scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=2000";
 const std::string kRun = "run " + kArgs + " -q";
-}
+}  // namespace
 
 TEST_CASE("cyclictest -N: the same run in ns, not truncated to whole us", "[cli][cyclictest]") {
   const auto us_dir = out_dir("ct-us");

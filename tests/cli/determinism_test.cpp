@@ -13,7 +13,8 @@ nlohmann::json without_wall(nlohmann::json j) {
 }
 }  // namespace
 
-TEST_CASE("same scenario and seed give byte-identical histogram and summary", "[cli][determinism]") {
+TEST_CASE("same scenario and seed give byte-identical histogram and summary",
+          "[cli][determinism]") {
   const auto a = out_dir("det-a"), b = out_dir("det-b"), c = out_dir("det-c");
   const std::string common = "run scenarios/cyclictest_pinned.yaml -q --set cyclictest.loops=5000 ";
   REQUIRE(run_cli(common + "--seed 7 --out " + a.string()).exit_code == 0);
@@ -32,11 +33,11 @@ TEST_CASE("summary.json carries the contract metric keys", "[cli][contract]") {
                   d.string())
               .exit_code == 0);
   const auto m = read_json(d / "summary.json")["metrics"];
-  for (const char* k : {"sim.events", "sim.wall_s", "sim.simulated_s", "exits.MSR_WRITE.count",
-                        "exits.MSR_WRITE.avg_ns", "exits.PREEMPTION_TIMER.count",
-                        "exits.PREEMPTION_TIMER.avg_ns", "cyclictest.loops", "cyclictest.min_us",
-                        "cyclictest.avg_us", "cyclictest.max_us", "cyclictest.p50_us",
-                        "cyclictest.p99_us"}) {
+  for (const char* k :
+       {"sim.events", "sim.wall_s", "sim.simulated_s", "exits.MSR_WRITE.count",
+        "exits.MSR_WRITE.avg_ns", "exits.PREEMPTION_TIMER.count", "exits.PREEMPTION_TIMER.avg_ns",
+        "cyclictest.loops", "cyclictest.min_us", "cyclictest.avg_us", "cyclictest.max_us",
+        "cyclictest.p50_us", "cyclictest.p99_us"}) {
     INFO(k);
     CHECK(m.contains(k));
   }

@@ -29,15 +29,17 @@ TEST_CASE(
   CHECK(m.at("halt_poll.attempted").get<double>() >= 1997);
   CHECK(m.at("halt_poll.successful").get<double>() >= 1996);
   CHECK(m.at("vcpu.blocks").get<double>() <= 5);  // the halts before the window was big enough
-  CHECK(m.at("halt_poll.poll_ns_total").get<double>() ==
-        Approx(m.at("halt_poll.success_ns").get<double>() + m.at("halt_poll.fail_ns").get<double>()));
+  CHECK(
+      m.at("halt_poll.poll_ns_total").get<double>() ==
+      Approx(m.at("halt_poll.success_ns").get<double>() + m.at("halt_poll.fail_ns").get<double>()));
   // The trace has the kernel's grow lines in order.
   const std::string t = read_text(dir / "t.txt");
   std::vector<std::string> grows;
   const std::regex re("kvm_halt_poll_ns: +vcpu 0: halt_poll_ns ([0-9]+) \\(grow ([0-9]+)\\)");
   for (std::sregex_iterator it(t.begin(), t.end(), re), end; it != end; ++it)
     grows.push_back((*it)[2].str() + "->" + (*it)[1].str());
-  CHECK(grows == std::vector<std::string>{"0->10000", "10000->20000", "20000->40000", "40000->80000"});
+  CHECK(grows ==
+        std::vector<std::string>{"0->10000", "10000->20000", "20000->40000", "40000->80000"});
   CHECK(t.find("kvm_vcpu_wakeup:      poll time") != std::string::npos);
   const auto s = run_cli("trace-stats " + (dir / "t.txt").string() + " --json");
   REQUIRE(s.exit_code == 0);
@@ -76,13 +78,14 @@ TEST_CASE(
   CHECK(off.at("halt_poll.attempted") == 0);
   CHECK(on.at("halt_poll.successful").get<double>() >= 2999);
   CHECK(on.at("vcpu.blocks") == 0);
-  const double drop = off.at("timer_wakeup.avg_us").get<double>() -
-                      on.at("timer_wakeup.avg_us").get<double>();
+  const double drop =
+      off.at("timer_wakeup.avg_us").get<double>() - on.at("timer_wakeup.avg_us").get<double>();
   // Haswell desktop: vcpu_wakeup 1.4 us, halt_poll_exit 0.15 us.
   CHECK(drop == Approx(1.25).margin(0.3));
   CHECK(on.at("host.cpu.1.poll_s").get<double>() > 0);
   // A timer farther away than the window: no polling.
-  const auto far =
-      run_metrics("hpt-far", base + " --set kvm.halt_poll_ns_timer=10000 --set tscdeadline_latency.delta=200000");
+  const auto far = run_metrics(
+      "hpt-far",
+      base + " --set kvm.halt_poll_ns_timer=10000 --set tscdeadline_latency.delta=200000");
   CHECK(far.at("halt_poll.attempted") == 0);
 }

@@ -65,7 +65,8 @@ TEST_CASE("ipi_pingpong: the round trip is longer with HLT idle than with idle=p
 }
 
 TEST_CASE("ipi_pingpong: unpinned tasks wake each other across vCPUs", "[cli][smp]") {
-  const auto r = run_metrics("smp-pingpong-unpinned", "scenarios/ipi_pingpong.yaml "
+  const auto r = run_metrics("smp-pingpong-unpinned",
+                             "scenarios/ipi_pingpong.yaml "
                              "--set ipi_pingpong.rounds=1000 --set ipi_pingpong.pinned=false "
                              "--set vm.vcpus=3 --set vm.pinning=[1,2,3] "
                              "--set sim.max_simulated_s=2 --set sim.check_invariants=true");

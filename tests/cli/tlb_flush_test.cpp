@@ -349,10 +349,11 @@ TEST_CASE("PV qspinlock: waiters halt early in a cascade, heads rarely, kicks wa
   // pCPU. Without that check (the 2019 revert) none do.
   CHECK(m(r, "ebizzy.lock.pv_wait_early_preempted") > 0);
   CHECK(m(r, "ebizzy.lock.pv_wait_early_preempted") < m(r, "ebizzy.lock.pv_wait_early"));
-  const auto rv = run_metrics("pvq-16-revert", kT4 +
-                                                   "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
-                                                   "--set guest.pv_spinlock_wait_early_preempted=false "
-                                                   "--set sim.max_simulated_s=1");
+  const auto rv =
+      run_metrics("pvq-16-revert", kT4 +
+                                       "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
+                                       "--set guest.pv_spinlock_wait_early_preempted=false "
+                                       "--set sim.max_simulated_s=1");
   CHECK(m(rv, "ebizzy.lock.pv_wait_early") > 0);
   CHECK(m(rv, "ebizzy.lock.pv_wait_early_preempted") == 0);
   CHECK(m(r, "vcpu.pv_kicks") == m(r, "ebizzy.lock.pv_kick"));

@@ -350,9 +350,10 @@ TEST_CASE("explain refuses workloads without latency samples and samples beyond 
   CHECK(c.output.find("latency sample #300") != std::string::npos);
 }
 
-TEST_CASE("run --perfetto shows halt polling as the vCPU's polling mode, between its HLT exit and "
-          "the wake-up",
-          "[cli][views][halt]") {
+TEST_CASE(
+    "run --perfetto shows halt polling as the vCPU's polling mode, between its HLT exit and "
+    "the wake-up",
+    "[cli][views][halt]") {
   const auto dir = out_dir("views-poll");
   const std::string args =
       "scenarios/halt_poll_timer.yaml --set tscdeadline_latency.size=200 -q --perfetto ";
