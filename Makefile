@@ -7,8 +7,9 @@
 #   make pgo     build-pgo/kvmsim: profile-guided build of the CLI (instrumented build,
 #                tools/pgo-train.sh, optimised build), outputs checked identical to build/'s
 #   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
-#   make format  clang-format -i over the C++ sources
-#   make tidy    clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
+#   make format        clang-format -i over the C++ sources
+#   make format-check  fail if a C++ source is not clang-format clean (CI runs it first)
+#   make tidy          clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
 #   make clean   remove build/
 
 BUILD_DIR  ?= build
@@ -20,15 +21,22 @@ CMAKE_ARGS ?=
 # Root runs the installer directly; otherwise use sudo when it exists.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-FORMAT_DIRS := sim tools bench tests bindings
+FORMAT_DIRS := sim tools bench tests bindings fuzz
 FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
 
-.PHONY: all deps configure build demo test bench pgo sanitize format tidy clean
+.PHONY: all deps configure build demo test bench pgo sanitize format format-check tidy clean
 
 all: build
 
-deps:
+# The package check runs again only when the list changes (or after make clean):
+# a stamp in the build directory records a successful run of the installer.
+DEPS_STAMP := $(BUILD_DIR)/.deps-installed
+
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): tools/install-deps.sh
 	$(SUDO) bash tools/install-deps.sh
+	@mkdir -p $(BUILD_DIR) && touch $@
 
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
@@ -81,6 +89,10 @@ sanitize: deps
 
 format:
 	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format -i
+
+format-check:
+	@command -v clang-format >/dev/null || { echo "format-check: clang-format is not installed (apt-get install clang-format)"; exit 1; }
+	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format --dry-run -Werror
 
 tidy: configure
 	find sim -type f -name '*.cpp' -print0 | xargs -0 -r clang-tidy -p $(BUILD_DIR) --quiet
