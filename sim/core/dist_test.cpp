@@ -241,10 +241,8 @@ TEST_CASE("dist: empirical draws only the listed values, with the listed weights
   CHECK(z.size() == 2);
 }
 
-TEST_CASE(
-    "dist: mix draws from its components with the right weights; mean() is the weighted"
-    " mean",
-    "[dist]") {
+TEST_CASE("dist: mix draws from its components with the right weights, mean() is the weighted mean",
+          "[dist]") {
   const CostDist d = must_parse("mix(3: 100cyc, 1: 500cyc)");
   CHECK(d.kind == DistKind::Mix);
   REQUIRE(d.parts.size() == 2);

@@ -54,8 +54,8 @@ TEST_CASE("observers: an unused hook is pruned after its first call, used hooks 
 }
 
 TEST_CASE(
-    "observers: the core observers get their hooks directly; on_apic_accept_ipi still "
-    "reaches on_apic_accept_irq",
+    "observers: the core observers get their hooks directly, on_apic_accept_ipi still reaches "
+    "on_apic_accept_irq",
     "[observer]") {
   Observers hub;
   kvmsim::ExitStats stats;

@@ -9,7 +9,7 @@
 
 using namespace kvmsim;
 
-TEST_CASE("the highest vector is delivered first; a lower class waits for the EOI",
+TEST_CASE("the highest vector is delivered first, a lower class waits for the EOI",
           "[lapic][irq]") {
   ApicIrqState s;
   CHECK(s.ack() == ApicIrqState::kNone);
@@ -27,7 +27,7 @@ TEST_CASE("the highest vector is delivered first; a lower class waits for the EO
   CHECK(s.eoi() == ApicIrqState::kNone);  // spurious EOI
 }
 
-TEST_CASE("a higher class nests over a lower one in service; EOI clears the highest ISR bit",
+TEST_CASE("a higher class nests over a lower one in service, EOI clears the highest ISR bit",
           "[lapic][irq]") {
   ApicIrqState s;
   s.set_irr(0x20);
@@ -51,7 +51,7 @@ TEST_CASE("edge interrupts to a vector already pending coalesce", "[lapic][irq]"
   CHECK(s.ack() == ApicIrqState::kNone);
 }
 
-TEST_CASE("posted interrupts: only the first post asks for a notification; sync moves the PIR",
+TEST_CASE("posted interrupts: only the first post asks for a notification, sync moves the PIR",
           "[lapic][irq][posted]") {
   ApicIrqState s;
   CHECK(s.post(0x20));

@@ -10,6 +10,8 @@ using kvmsim::PleWindow;
 using kvmsim::Tsc;
 
 namespace {
+// PleWindow keeps a reference to its (the VM's) configuration: each test
+// keeps the configuration alive for the window's lifetime.
 PleConfig v416() {
   PleConfig c;
   c.gap = 128;
@@ -23,7 +25,8 @@ PleConfig v416() {
 
 TEST_CASE("PLE: an open-ended spin exits after ple_window cycles and each exit doubles the window",
           "[ple]") {
-  PleWindow w(v416());
+  const PleConfig c = v416();
+  PleWindow w(c);
   w.step_begins(true, false);
   CHECK(w.open_spin(1000) == 4096);
   CHECK_FALSE(w.window_ran_out(1000 + 4095));  // the segment ended early (a store)
@@ -75,7 +78,8 @@ TEST_CASE("PLE: a shrink divisor below ple_window divides and never goes under i
 }
 
 TEST_CASE("PLE: a bounded spin shorter than the window runs to its end without arming", "[ple]") {
-  PleWindow w(v416());
+  const PleConfig c = v416();
+  PleWindow w(c);
   w.step_begins(true, false);
   CHECK(w.bounded_spin(100, 1000) == 1000);
   CHECK(w.spin_is_finite());
@@ -86,7 +90,8 @@ TEST_CASE("PLE: a bounded spin shorter than the window runs to its end without a
 
 TEST_CASE("PLE: a bounded spin longer than the window is cut at it and resumes after the exit",
           "[ple]") {
-  PleWindow w(v416());
+  const PleConfig c = v416();
+  PleWindow w(c);
   w.step_begins(true, false);
   CHECK(w.bounded_spin(0, 10000) == 4096);
   CHECK(w.window_ran_out(4096));
@@ -106,7 +111,8 @@ TEST_CASE("PLE: off (ple_gap 0) never arms a window", "[ple]") {
 }
 
 TEST_CASE("PLE: other guest work between two spins starts a new PAUSE loop", "[ple]") {
-  PleWindow w(v416());
+  const PleConfig c = v416();
+  PleWindow w(c);
   w.step_begins(true, false);
   CHECK(w.open_spin(0) == 4096);
   CHECK_FALSE(w.window_ran_out(3000));

@@ -95,8 +95,8 @@ TEST_CASE("preemption timer decrements at each multiple of 2^rate_shift after en
 }
 
 TEST_CASE(
-    "preemption timer fire time is a multiple of 2^X within (deadline - 2^(X+1), deadline]"
-    " for rates 5 and 7 (random deadlines)",
+    "preemption timer fire time is a multiple of 2^X within from deadline - 2^(X+1) up to the "
+    "deadline for rates 5 and 7 (random deadlines)",
     "[vmx][preemption_timer]") {
   // Fire = (floor(E/t) + floor((D-E)/t)) * t for entry E, deadline D, tick t,
   // so D - fire = (E mod t) + ((D-E) mod t) in [0, 2t-2]: never late, early by

@@ -18,8 +18,8 @@ double at(const nlohmann::json& m, const std::string& k) { return m.at(k).get<do
 }  // namespace
 
 TEST_CASE(
-    "cpuidle menu: ~990 us idle periods go to C6, and C6's 133 us exit latency delays every "
-    "timer wake-up; max_cstate=2 leaves C1E and 10 us",
+    "cpuidle menu: ~990 us idle periods go to C6, and C6's 133 us exit latency delays every timer "
+    "wake-up, max_cstate=2 leaves C1E and 10 us",
     "[cli][cpuidle]") {
   const auto off = run_metrics("cpuidle-off", kIdle1k + " --set host.cpuidle=off");
   const auto c6 = run_metrics("cpuidle-c6", kIdle1k + " --set host.cpuidle=menu");

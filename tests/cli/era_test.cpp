@@ -10,7 +10,7 @@
 
 using namespace kvmsim::test;
 
-TEST_CASE("host.kernel picks the version switches a scenario leaves alone; an explicit key wins",
+TEST_CASE("host.kernel picks the version switches a scenario leaves alone, an explicit key wins",
           "[era][cli]") {
   const auto p = run_cli("params");
   REQUIRE(p.exit_code == 0);

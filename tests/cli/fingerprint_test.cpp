@@ -44,7 +44,7 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
   }
 }
 
-TEST_CASE("sim.fingerprint: same seed same value; another seed or an observer-only option",
+TEST_CASE("sim.fingerprint: same seed same value, another seed or an observer-only option",
           "[cli][fingerprint]") {
   const std::string t2 = "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=500";
   const auto a = fingerprint("fp-a", t2 + " --seed 3");

@@ -77,7 +77,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "TCP_RR analogue (ipi_pingpong): polling takes the block and the wake-up out of every hop; "
+    "TCP_RR analogue (ipi_pingpong): polling takes the block and the wake-up out of every hop, "
     "no-poll is slowest, always-poll and dynamic agree",
     "[cli][halt][t5b]") {
   const std::string base = "scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=2000";
@@ -166,8 +166,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "lat_ctx: the table's points are reported; in the dynticks guest no timer is due "
-    "when a vCPU halts, so halt_poll_ns_timer changes nothing while dynamic polling does",
+    "lat_ctx: the table's points are reported, in the dynticks guest no timer is due when a vCPU "
+    "halts, so halt_poll_ns_timer changes nothing while dynamic polling does",
     "[cli][halt][lat_ctx]") {
   const std::string base = "scenarios/lat_ctx.yaml --set lat_ctx.laps=100";
   const auto off = run_metrics("lc-off", base);

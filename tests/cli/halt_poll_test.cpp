@@ -69,8 +69,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "halt_poll_ns_timer: a timer due within the window is polled for; the wake-up latency "
-    "drops by about the schedule-out/wake-up cost (cost.vcpu_wakeup - cost.halt_poll_exit)",
+    "halt_poll_ns_timer: a timer due within the window is polled for, the wake-up latency drops by "
+    "about the schedule-out/wake-up cost (cost.vcpu_wakeup - cost.halt_poll_exit)",
     "[cli][halt]") {
   const std::string base = "scenarios/halt_poll_timer.yaml --set tscdeadline_latency.size=3000";
   const auto off = run_metrics("hpt-off", base);

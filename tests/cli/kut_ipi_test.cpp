@@ -119,7 +119,7 @@ TEST_CASE("no IPI is lost or delivered twice under random timing", "[kut][ipi][r
   CHECK(runs == 8);
 }
 
-TEST_CASE("the ipi tests need two vCPUs; timer and ipi tests do not mix", "[kut][cli]") {
+TEST_CASE("the ipi tests need two vCPUs, timer and ipi tests do not mix", "[kut][cli]") {
   const auto r = run_cli("run scenarios/vmexit_ipi.yaml --set vm.vcpus=1 --set vm.pinning=[2] -q");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("vm.vcpus: 2") != std::string::npos);

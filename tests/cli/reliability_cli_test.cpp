@@ -168,7 +168,7 @@ TEST_CASE("output paths are checked before the run", "[cli][reliability]") {
   CHECK(files_in(d) == 1);  // only afile
 }
 
-TEST_CASE("--seed and usage errors exit 2 with a short message", "[cli][reliability]") {
+TEST_CASE("usage errors and a bad --seed exit 2 with a short message", "[cli][reliability]") {
   auto r = run_cli("run " + kShortT1 + " -q --seed -3");
   CHECK(r.exit_code == 2);
   CHECK(has(r, "--seed -3: must be a whole number in [0, 9000000000000000]"));

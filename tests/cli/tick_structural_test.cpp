@@ -144,7 +144,7 @@ TEST_CASE(
 
 TEST_CASE(
     "a guest before v4.8 runs TIMER_SOFTIRQ on every tick (run_local_timers() raises it "
-    "unconditionally); from v4.8 only when a wheel timer is due",
+    "unconditionally), from v4.8 only when a wheel timer is due",
     "[cli][tick]") {
   // An idle HZ=1000 guest with the tick running (nohz=off) and no wheel
   // timer: the only difference between the eras is the softirq round at

@@ -70,7 +70,7 @@ TEST_CASE("timer storm at 32 kHz: per guest timer interrupt one HLT and one fast
   CHECK(k.output.find("sched_switch") == std::string::npos);
 }
 
-TEST_CASE("timer storm: rate_hz sets the expiry rate; a vCPU that does not exist is refused",
+TEST_CASE("timer storm: rate_hz sets the expiry rate, a vCPU that does not exist is refused",
           "[cli][timer_storm]") {
   const auto m = run_metrics("storm-8k",
                              "scenarios/timer_storm.yaml --set timer_storm.rate_hz=8000 "

@@ -199,8 +199,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "host load balancing spreads 24 ebizzy vCPU threads over 8 pCPUs; without it some "
-    "keep a pCPU alone and others starve",
+    "host load balancing spreads 24 ebizzy vCPU threads over 8 pCPUs, without it some keep a pCPU "
+    "alone and others starve",
     "[cli][tlb][sched]") {
   const std::string s = kT4 + "--set sim.max_simulated_s=1 --set vm.vcpus=24 --set kvm.ple_gap=0 ";
   const auto on = run_metrics("tlb-lb-on", s);  // the scenario: host.sched_load_balance true
@@ -507,7 +507,7 @@ TEST_CASE(
 
 TEST_CASE(
     "kvm.directed_yield_ready (d73eb57b80b, v5.3): vCPUs woken from a halt become directed-yield "
-    "candidates; off, only preempted ones are",
+    "candidates, off, only preempted ones are",
     "[cli][tlb]") {
   const std::string s =
       "scenarios/ebizzy_light_overcommit.yaml --set sim.check_invariants=true "
@@ -527,7 +527,7 @@ TEST_CASE(
 TEST_CASE(
     "kvm.kick_cpu_yield (266e85a5ec9, v5.3): a KVM_HC_KICK_CPU to a ready (woken or preempted) "
     "target is followed by a directed yield to it, and halted queue heads leave a free lock "
-    "sooner; off, never",
+    "sooner, off, never",
     "[cli][tlb]") {
   const std::string s = kT4 +
                         "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
@@ -549,8 +549,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "PV sched yield (guest 5.2 on a 5.2 host): a CALL_FUNCTION IPI-many with a preempted target "
-    "is followed by KVM_HC_SCHED_YIELD; it needs both the guest and the host side",
+    "PV sched yield (guest 5.2 on a 5.2 host): a CALL_FUNCTION IPI-many with a preempted target is "
+    "followed by KVM_HC_SCHED_YIELD, it needs both the guest and the host side",
     "[cli][tlb]") {
   const std::string s =
       "scenarios/ebizzy_light_overcommit.yaml --set sim.check_invariants=true "

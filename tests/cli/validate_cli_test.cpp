@@ -106,7 +106,7 @@ TEST_CASE("validate --quick --markdown: a Markdown table", "[validate]") {
   CHECK(r.exit_code == (all_yes ? 0 : 1));
 }
 
-TEST_CASE("validate --experiment: only the named experiments run; an unknown id is an error",
+TEST_CASE("validate --experiment: only the named experiments run, an unknown id is an error",
           "[validate]") {
   const auto r = run_cli("validate --quick --experiment T4");
   const auto rows = table_rows(r.output, false);

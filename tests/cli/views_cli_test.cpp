@@ -277,7 +277,7 @@ TEST_CASE("run --vcd writes a waveform of the vCPU modes and the preemption-time
   CHECK_FALSE(vcd.of("vcpu1.latency_ns").empty());
 }
 
-TEST_CASE("explain follows one timer interrupt; the stages add up to its latency", "[cli][views]") {
+TEST_CASE("explain follows one timer interrupt, the stages add up to its latency", "[cli][views]") {
   struct Case {
     std::string args;
     const char* exit;  // an exit the path shows

@@ -110,7 +110,7 @@ TEST_CASE("find, is_prefix and all reflect the declarations in order") {
   CHECK(reg.index_of("nope") == ParamRegistry::npos);
 }
 
-TEST_CASE("getters throw logic_error for undeclared keys and wrong types; d() reads ints") {
+TEST_CASE("getters throw logic_error for undeclared keys and wrong types, d() reads ints") {
   const ParamRegistry reg = test_registry();
   const ParamSet set(reg);
   CHECK_THROWS_AS(set.i("sim.nope"), std::logic_error);
@@ -187,7 +187,7 @@ TEST_CASE("String choices are enforced and listed in the error") {
              Contains("'deadline' is not allowed: must be one of oneshot, periodic, tsc-deadline"));
 }
 
-TEST_CASE("IntList accepts [a, b], a,b and [] and range-checks every element") {
+TEST_CASE("IntList accepts a YAML list, a,b and an empty list and range-checks every element") {
   const ParamRegistry reg = test_registry();
   ParamSet set(reg);
   set.set_text("guest.cpus", "[0, 5,7]", "--set");
@@ -322,8 +322,8 @@ TEST_CASE("kernel versions parse and compare component by component", "[params][
 }
 
 TEST_CASE(
-    "a version switch takes the row of its kernel; its declared default follows the "
-    "kernel key's default",
+    "a version switch takes the row of its kernel, its declared default follows the kernel key's "
+    "default",
     "[params][era]") {
   const ParamRegistry reg = era_registry("5.4");
   CHECK(reg.find("kvm.fast")->default_text == "false");

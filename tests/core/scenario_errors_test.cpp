@@ -141,7 +141,7 @@ TEST_CASE("includes resolve relative to the including file and apply in list ord
   CHECK(set.origin("sim.seed") == kDir + "sub/child.yaml:5");
 }
 
-TEST_CASE("--set overrides are applied last and record origin --set") {
+TEST_CASE("overrides from --set are applied last and record origin --set") {
   const ParamSet set = load_scenario(registry(), kDir + "override.yaml",
                                      {"kvm.halt_poll_ns=7", "guest.cpus=[1, 9]", "guest.cpus=4,5",
                                       "cost.vmexit=exponential(2us)", "guest.mode = tsc-deadline"});
@@ -287,7 +287,7 @@ TEST_CASE("an include cycle is an error showing the chain") {
 
 // --- errors in --set ------------------------------------------------------------------
 
-TEST_CASE("--set errors start with '--set KEY=VALUE:' and name the key") {
+TEST_CASE("errors of --set start with '--set KEY=VALUE:' and name the key") {
   CHECK_THAT(inline_error("", {"sim.seed"}), StartsWith("--set sim.seed: expected KEY=VALUE"));
   CHECK_THAT(inline_error("", {"=3"}), StartsWith("--set =3: expected KEY=VALUE"));
   CHECK_THAT(inline_error("", {"sim.sed=3"}),
