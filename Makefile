@@ -7,6 +7,9 @@
 #   make pgo     build-pgo/kvmsim: profile-guided build of the CLI (instrumented build,
 #                tools/pgo-train.sh, optimised build), outputs checked identical to build/'s
 #   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
+#   make docs          the documentation site (Sphinx, warnings are errors): docs/_build/html
+#   make gen-docs      regenerate docs/reference/{parameters,cli}.md and docs/validation.md
+#   make docs-check    fail if those generated pages differ from what build/kvmsim prints
 #   make format        clang-format -i over the C++ sources
 #   make format-check  fail if a C++ source is not clang-format clean (CI runs it first)
 #   make tidy          clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
@@ -24,7 +27,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 FORMAT_DIRS := sim tools bench tests bindings fuzz
 FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
 
-.PHONY: all deps configure build demo test bench pgo sanitize format format-check tidy clean
+.PHONY: all deps configure build demo test bench pgo sanitize docs gen-docs docs-check format format-check tidy clean
 
 all: build
 
@@ -86,6 +89,15 @@ sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVMSIM_SANITIZE=ON -DKVMSIM_PYTHON=OFF $(CMAKE_ARGS)
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -j2
+
+docs: deps
+	$(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+gen-docs: build
+	bash tools/gen-docs.sh $(BUILD_DIR)/kvmsim
+
+docs-check: build
+	bash tools/gen-docs.sh --check $(BUILD_DIR)/kvmsim
 
 format:
 	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format -i

@@ -24,7 +24,7 @@ T1 = [
     new_markdown_cell('''\
 # T1: the VMX preemption timer vs the hrtimer-emulated TSC deadline (cyclictest)
 
-**Published** (validation-targets.md, T1): cyclictest in a guest on a Xeon E5-2699 v3,
+**Published** (docs/validation.md, T1): cyclictest in a guest on a Xeon E5-2699 v3,
 2 vCPUs pinned to isolated pCPUs, guest `idle=poll`, 1000 us interval, 600000 loops;
 the latency histogram with the VMX preemption timer (`kvm.enable_hv_timer=true`) peaks at
 6 us, with the host-hrtimer back end at 9 us.
@@ -91,7 +91,7 @@ T2 = [
     new_markdown_cell('''\
 # T2: the timer advance applied to the VMX preemption timer (tscdeadline_latency)
 
-**Published** (validation-targets.md, T2; commit c5ce8235cffa): kvm-unit-tests
+**Published** (docs/validation.md, T2; commit c5ce8235cffa): kvm-unit-tests
 `tscdeadline_latency` on a Haswell desktop measures, in guest TSC cycles, how late the
 timer interrupt arrives after the deadline. On the hv-timer path it was ~4450 cycles
 without the timer advance, ~1660 with it (-63%).
@@ -138,7 +138,7 @@ T3 = [
     new_markdown_cell('''\
 # T3: the exit fastpath for the TSC-deadline WRMSR and the preemption timer (vmexit.flat)
 
-**Published** (validation-targets.md, T3): kvm-unit-tests `vmexit.flat` on a Skylake-SP
+**Published** (docs/validation.md, T3): kvm-unit-tests `vmexit.flat` on a Skylake-SP
 server, cycles per iteration of `tscdeadline_immed` (arm a deadline already in the past)
 and `tscdeadline` (arm one in the near future), without and with the exit fastpath:
 3028.5 -> 2494.75 (-17.6%) and 5765.7 -> 5285 (-8.3%).
@@ -196,7 +196,7 @@ T4 = [
     new_markdown_cell('''\
 # T4: paravirtual remote TLB flush under over-commit (ebizzy -M)
 
-**Published** (validation-targets.md, T4; cover letter of the PV TLB flush series, Wanpeng
+**Published** (docs/validation.md, T4; cover letter of the PV TLB flush series, Wanpeng
 Li, 2017): ebizzy -M in one Linux guest on a Haswell i7 desktop with 8 pCPUs (4 cores x 2
 threads). With as many vCPUs as pCPUs the flush mode does not matter (~10100 records/s);
 with 16-32 vCPUs the native guest collapses to ~1000-1200 records/s, and the PV flush

@@ -13,6 +13,8 @@ PACKAGES=(
   # notebooks executed by the tests (nbclient + the ipykernel "python3" kernel)
   python3-matplotlib python3-distributed python3-tqdm python3-yaml
   python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert
+  # the documentation site (make docs)
+  python3-sphinx python3-myst-parser furo
 )
 
 is_installed() {

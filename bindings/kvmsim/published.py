@@ -1,4 +1,4 @@
-"""Published measurements of the validation targets (docs/validation-targets.md).
+"""Published measurements of the validation targets (docs/validation.md).
 
 The numbers are the ones ``kvmsim validate`` checks (tools/kvmsim/validation_targets.cpp).
 """

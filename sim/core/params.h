@@ -2,7 +2,7 @@
 //
 // Every tunable is declared once, as a ParamDecl (key, type, default, unit,
 // range, doc). The scenario loader, `--set` overrides, error messages, the
-// `kvmsim params` listing and docs/parameters.md all read that declaration.
+// `kvmsim params` listing and docs/reference/parameters.md all read that declaration.
 // A ParamSet holds one value per declared key plus where it came from.
 #pragma once
 
@@ -164,7 +164,7 @@ void apply_kernel_eras(ParamSet& set);
 
 // Aligned text for `kvmsim params`: key, type, default, unit, range/choices, doc.
 std::string format_param_table(const ParamRegistry& reg);
-// Markdown table for docs/parameters.md.
+// Markdown table for docs/reference/parameters.md.
 std::string format_param_markdown(const ParamRegistry& reg);
 
 }  // namespace kvmsim

@@ -1,4 +1,4 @@
-// T1 (validation-targets.md) on a shortened run: the preemption-timer and
+// T1 (docs/validation.md) on a shortened run: the preemption-timer and
 // hrtimer paths each reproduce the published cyclictest histogram (mode, min,
 // mean over bins 3-12, 1-Wasserstein distance, tail), every loop costs one
 // MSR_WRITE exit plus one timer exit, and the run stays close to the

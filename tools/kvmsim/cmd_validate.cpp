@@ -43,7 +43,7 @@ using validate::Experiment;
 using validate::RunOutput;
 
 constexpr const char* kValidateFooter = R"(
-Runs each experiment of validation-targets.md whose scenario file is in the
+Runs each published experiment (docs/validation.md) whose scenario file is in the
 scenarios directory, once per paired setting of the switch studied, with the
 scenario's default seed, as child processes of this binary (up to --jobs at a
 time). Full runs use the scenarios as they are (the published setups); --quick
@@ -359,7 +359,7 @@ int run_validate(const ValidateOptions& o) {
     text.append(bullet).append("skipped, scenario missing: ").append(s) += "\n";
   for (const auto& f : failures) text.append(bullet).append("run failed: ").append(f) += "\n";
   text += bullet + std::to_string(passed) + " of " + std::to_string(gated) +
-          " checks within tolerance (the targets of validation-targets.md; " +
+          " checks within tolerance (the published targets; " +
           std::to_string(reported) + " more published points reported, not gated)\n";
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -67,7 +67,7 @@ int sc_main(int argc, char* argv[]) {
   const auto run = add_run_command(app);
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
-  params->add_flag("--markdown", markdown, "As a Markdown table (docs/parameters.md)");
+  params->add_flag("--markdown", markdown, "As a Markdown table (docs/reference/parameters.md)");
 
   const auto trace_stats = add_trace_stats_command(app);
   const auto compare = add_compare_command(app);

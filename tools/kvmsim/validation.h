@@ -1,4 +1,4 @@
-// `kvmsim validate`: the published targets (validation-targets.md) as data,
+// `kvmsim validate`: the published targets (docs/validation.md) as data,
 // and the pure part of checking simulated runs against them.
 //
 // An Experiment is one scenario run once per RunSetting (the paired settings
@@ -186,7 +186,7 @@ struct Check {
   // which); its row measures goodness of fit. Otherwise it is validation:
   // the model was not fitted on it.
   bool calibration = false;
-  // Counts in validate's exit status (the targets of validation-targets.md);
+  // Counts in validate's exit status (the targets of docs/validation.md);
   // false for the extra published points that are reported, not gated.
   bool gated = true;
 };

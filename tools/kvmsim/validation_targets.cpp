@@ -1,6 +1,6 @@
 // The published targets `kvmsim validate` checks: one Experiment per target of
-// ../shared/docs/validation-targets.md (the numbers below are copied from
-// there; each says where it comes from). An experiment whose scenario file
+// the published measurements (the numbers below are copied from their
+// sources; each says where it comes from; docs/validation.md shows them). An experiment whose scenario file
 // does not exist is skipped, so a target can be listed before its scenario
 // lands. To add one: a scenario file, its paired runs (switch_runs), the
 // --set that shortens it for --quick, and its checks.
@@ -140,7 +140,7 @@ Experiment t1() {
   e.scenario = "cyclictest_pinned.yaml";
   e.runs = switch_runs("kvm.enable_hv_timer", {"true", "false"});
   e.quick_sets = {"cyclictest.loops=60000"};  // full: the scenario's 600000
-  // validation-targets.md T1: cyclictest -h bins 3..12 of 600000 loops, the
+  // docs/validation.md T1: cyclictest -h bins 3..12 of 600000 loops, the
   // "> 12" row (600000 minus the printed bins) and "Min Latencies".
   const PublishedHistogram on{
       {0, 0, 0, 0, 2174, 42961, 479383, 71123, 3720, 467, 78, 11, 9}, 74, 600000, 4};
@@ -168,7 +168,7 @@ Experiment t2() {
   e.runs = switch_runs("kvm.hv_timer_advance", {"false", "true"});
   e.quick_sets = {"tscdeadline_latency.size=2000"};  // full: the scenario's 10000 samples
   const std::string key = "tscdeadline_latency.avg_cycles";
-  // validation-targets.md T2: "~4450 cycles without the advance on the
+  // docs/validation.md T2: "~4450 cycles without the advance on the
   // hv-timer path, ~1660 cycles with it (-63%)"; each within 15%, the
   // reduction within 10 percentage points.
   e.checks.push_back(metric_check(0, key, 4450, Tolerance::relative(0.15), 0));
@@ -190,7 +190,7 @@ Experiment t3() {
   e.scenario = "vmexit_tscdeadline.yaml";
   e.runs = switch_runs("kvm.exit_fastpath", {"false", "true"});
   e.quick_sets = {"vmexit.goal_cycles=67108864"};  // 2^26; full: the scenario's GOAL 2^30
-  // validation-targets.md T3 table (cycles per iteration, no fastpath /
+  // docs/validation.md T3 table (cycles per iteration, no fastpath /
   // fastpath, -17.6% and -8.3%); each within 10%, each improvement within 5
   // percentage points.
   const std::string immed = "vmexit.tscdeadline_immed.cycles";
@@ -221,7 +221,7 @@ Experiment t4() {
   e.scenario = "ebizzy_overcommit.yaml";
   e.quick_sets = {"sim.max_simulated_s=1"};
   const std::string key = "ebizzy.records_per_s";
-  // validation-targets.md T4: records/s, native flush / PV flush, boost;
+  // docs/validation.md T4: records/s, native flush / PV flush, boost;
   // each value within 25%, boost within 25% relative. The boost at 8 vCPUs
   // (-0.68%) is not checked relative to itself (25% of 0.68 pp is noise);
   // its two values are. The collapse from 8 to 16 vCPUs and the recovery
@@ -411,7 +411,7 @@ Experiment t6() {
   e.runs = switch_runs("kvm.exit_fastpath", {"false", "true"});
   // --quick: only `ipi`, GOAL 2^26 (the full run: ipi then ipi_halt, 2^30).
   e.quick_sets = {"vmexit.goal_cycles=67108864", "vmexit.tests=ipi"};
-  // validation-targets.md T6 (vmexit-cost_L1_published-numbers.csv ref c):
+  // docs/validation.md T6 (vmexit-cost_L1_published-numbers.csv ref c):
   // 4238 -> 3543 cycles, each within 10%, the improvement (-16.4%) within 5
   // percentage points. The no-fastpath figure calibrated
   // cost.vcpu_block_abort (see the platform file); the fastpath figure and
@@ -425,7 +425,7 @@ Experiment t6() {
 }
 
 // ------------------------------------------- more points of the same families
-// Published points of shared/data/external/timer-latency_published-numbers.csv
+// Published points of the published timer-latency figures (docs/validation.md)
 // (rows of refs 2 and 3, copied here with their source) that the scenarios
 // reproduce without a new mechanism. Reported in the table and in the group
 // errors, not gated: the CSV gives most of them as "~" and no tolerance was
@@ -472,7 +472,7 @@ Experiment tl3() {
   return e;
 }
 
-// T5 (halt_poll_ns_timer) has no numeric tolerance in validation-targets.md
+// T5 (halt_poll_ns_timer) has no numeric tolerance in docs/validation.md
 // (a sweep whose wake-up latency must drop by about a schedule-out/wake-up):
 // it is not an accuracy row.
 
