@@ -1,4 +1,4 @@
-// Hostile inputs and hostile environments (README, "Hostile inputs"): each
+// Hostile inputs and hostile environments (docs/guide/errors-and-outputs.md): each
 // gives a clear message and a non-zero exit, or a correct result; outputs are
 // complete or absent whatever happens to the run.
 #include <catch2/catch.hpp>

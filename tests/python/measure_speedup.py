@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python /usr/bin/python3 tests/python/measure_speedup.py [LOOPS]
 
-Not a test (timing depends on the machine's load); the README states its result.
+Not a test (timing depends on the machine's load).
 """
 import os
 import resource

@@ -1,7 +1,7 @@
 // kvmsim run SCENARIO [--set key=value]... [--seed N] [--out DIR] [--trace FILE]
 //                     [--perfetto FILE] [--vcd FILE] [--allow-partial] [-q]
 //
-// What a run may not do silently (README, "Hostile inputs"):
+// What a run may not do silently (docs/guide/errors-and-outputs.md):
 //   - outputs are checked before the run and written complete or not at all
 //     (outputs.h); a write error fails the run with the path;
 //   - a run whose workload did not finish (cut by sim.max_simulated_s) fails,

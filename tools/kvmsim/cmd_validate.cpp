@@ -359,8 +359,8 @@ int run_validate(const ValidateOptions& o) {
     text.append(bullet).append("skipped, scenario missing: ").append(s) += "\n";
   for (const auto& f : failures) text.append(bullet).append("run failed: ").append(f) += "\n";
   text += bullet + std::to_string(passed) + " of " + std::to_string(gated) +
-          " checks within tolerance (the published targets; " +
-          std::to_string(reported) + " more published points reported, not gated)\n";
+          " checks within tolerance (the published targets; " + std::to_string(reported) +
+          " more published points reported, not gated)\n";
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[128];
@@ -514,7 +514,7 @@ Command add_validate_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "validate", "Run every scenario with a published target and print the accuracy table");
   sub->add_flag("--quick", opts->quick, "Shortened runs (under 2 minutes on 2 cores)");
-  sub->add_flag("--markdown", opts->markdown, "Print the table as Markdown (for the README)");
+  sub->add_flag("--markdown", opts->markdown, "Print the table as Markdown (docs/validation.md)");
   sub->add_option("--jobs", opts->jobs, "Simulations run in parallel (default 2)")
       ->type_name("N")
       ->check(kvmsim::cli::number_in(1, 256, ""));

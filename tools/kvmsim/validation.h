@@ -404,7 +404,7 @@ inline bool sensitivity_moves(const SensitivityRow& r, double /*step*/) {
   return std::fabs(r.minus - r.base) > lim || std::fabs(r.plus - r.base) > lim;
 }
 
-// Markdown cells: arrows and comparison signs as in the README.
+// Markdown cells: arrows and comparison signs as in docs/validation.md.
 inline std::string markdown_cell(std::string s) {
   const std::pair<const char*, const char*> repl[] = {
       {" -> ", " → "}, {"+-", "±"}, {"<= ", "≤ "}, {"within x", "within ×"}, {"|", "\\|"}};

@@ -1,8 +1,8 @@
 // The published targets `kvmsim validate` checks: one Experiment per target of
 // the published measurements (the numbers below are copied from their
-// sources; each says where it comes from; docs/validation.md shows them). An experiment whose scenario file
-// does not exist is skipped, so a target can be listed before its scenario
-// lands. To add one: a scenario file, its paired runs (switch_runs), the
+// sources; each says where it comes from; docs/validation.md shows them). An experiment whose
+// scenario file does not exist is skipped, so a target can be listed before its scenario lands. To
+// add one: a scenario file, its paired runs (switch_runs), the
 // --set that shortens it for --quick, and its checks.
 //
 // Full runs use the scenario as it is, with its default seed: that is the
@@ -322,7 +322,7 @@ Experiment t4l() {
 //    not say which host ran it; it is compared with the upstream guest on
 //    the host without the boosts.
 // None of the messages says whether the guests used PV TLB flush; the
-// scenario has it on (README "PV qspinlock" shows both). Ranges are checked
+// scenario has it on (the PVQ rows of docs/validation.md show both). Ranges are checked
 // at their middle. The 1-VM rate with d73eb57b80b set cost.ebizzy.lock_hold
 // (skylake-sp-gold-6148.yaml); the rest are predictions, reported and not
 // gated.
