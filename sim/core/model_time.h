@@ -30,7 +30,6 @@ class ModelTime {
   // A pCPU's SystemC event was (re-)armed or cancelled: a pCPU running ahead
   // stops when one of its steps did that to another pCPU.
   static void note_rearm() { ++generation_; }
-  [[nodiscard]] static std::uint64_t rearm_generation() { return generation_; }
   // Back to SystemC's time (a new elaboration).
   static void reset() { ahead_ = kTscNever; }
 

@@ -3,7 +3,7 @@
 // its own file:
 //
 //   KVMSIM_EXIT_HANDLER(HLT, "cost.handle_halt", [](Vcpu& v, Tsc now, Tsc cost) {
-//     return v.halt().handle_halt(now);
+//     return v.halt().handle_halt();
 //   });
 //
 // `cost_key` names the handler's own cost parameter (drawn before the handler

@@ -13,7 +13,6 @@ namespace kvmsim {
 
 HaltConfig HaltConfig::from(const ParamSet& p, const TscClock& clk) {
   HaltConfig c;
-  c.handle_halt = p.dist("cost.handle_halt").bind(clk);
   c.vcpu_block = p.dist("cost.vcpu_block").bind(clk);
   c.vcpu_wakeup = p.dist("cost.vcpu_wakeup").bind(clk);
   c.vcpu_block_abort = p.dist("cost.vcpu_block_abort").bind(clk);
@@ -36,12 +35,12 @@ HaltConfig HaltConfig::from(const ParamSet& p, const TscClock& clk) {
 
 // kvm_emulate_halt(): the vCPU blocks after the handler returns
 // (after_handle_exit() -> vcpu_block()).
-Tsc KvmHalt::handle_halt(Tsc /*now*/) {
+Tsc KvmHalt::handle_halt() {
   ++stats_.halts;
   return 0;  // the handler's own cost is cost.handle_halt (ExitHandler::cost_key)
 }
 KVMSIM_EXIT_HANDLER(HLT, "cost.handle_halt",
-                    [](Vcpu& v, Tsc now, Tsc /*cost*/) { return v.halt().handle_halt(now); });
+                    [](Vcpu& v, Tsc /*now*/, Tsc /*cost*/) { return v.halt().handle_halt(); });
 
 // vcpu_block() (x86.c, v5.16+; vmx_pre_block before): the preemption timer
 // cannot fire while the thread sleeps, so the deadline moves to an hrtimer;

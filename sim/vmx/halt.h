@@ -37,7 +37,6 @@ struct HaltPollConfig : HaltPollParams {
 
 struct HaltConfig {
   HaltPollConfig poll;
-  Sampler handle_halt;       // kvm_emulate_halt(): skip the instruction, mark halted
   Sampler vcpu_block;        // vcpu_block() -> kvm_vcpu_halt(): prepare to wait, schedule() out
   Sampler vcpu_wakeup;       // idle exit, try_to_wake_up() of the vCPU thread, schedule() in
   Sampler vcpu_block_abort;  // schedule() of a task woken remotely before it was dequeued
@@ -72,7 +71,7 @@ class KvmHalt {
   KvmHalt(Vcpu& vcpu, const HaltConfig& cfg) : v_(vcpu), cfg_(cfg) {}
 
   // kvm_emulate_halt() (the HLT exit handler): the vCPU blocks after it.
-  Tsc handle_halt(Tsc now);
+  Tsc handle_halt();
   // vcpu_block(): after the HLT exit was handled.
   void vcpu_block(Tsc now);
   // vcpu_block() again: a timer ended kvm_vcpu_block() of a halt with IF

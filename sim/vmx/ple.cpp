@@ -8,14 +8,13 @@
 
 namespace kvmsim {
 
-PleConfig PleConfig::from(const ParamSet& p, const TscClock& clk) {
+PleConfig PleConfig::from(const ParamSet& p) {
   PleConfig c;
   c.gap = static_cast<std::uint32_t>(p.i("kvm.ple_gap"));
   c.window = static_cast<std::uint32_t>(p.i("kvm.ple_window"));
   c.window_grow = static_cast<std::uint32_t>(p.i("kvm.ple_window_grow"));
   c.window_shrink = static_cast<std::uint32_t>(p.i("kvm.ple_window_shrink"));
   c.window_max = static_cast<std::uint32_t>(p.i("kvm.ple_window_max"));
-  c.handle_pause = p.dist("cost.handle_pause").bind(clk);
   return c;
 }
 

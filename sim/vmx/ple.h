@@ -13,7 +13,6 @@
 #include <cstdint>
 
 #include "sim/core/counters.h"
-#include "sim/core/dist.h"
 #include "sim/core/time.h"
 
 namespace kvmsim {
@@ -30,8 +29,7 @@ struct PleConfig {
   std::uint32_t window_grow = 2;
   std::uint32_t window_shrink = 0;
   std::uint32_t window_max = 0x3fffffff;
-  Sampler handle_pause;  // handle_pause(): grow_ple_window() + kvm_vcpu_on_spin() scan
-  static PleConfig from(const ParamSet& p, const TscClock& clk);
+  static PleConfig from(const ParamSet& p);
 };
 
 struct PleStats {

@@ -170,7 +170,6 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
-  [[nodiscard]] const VcpuCosts& costs() const { return costs_; }
   [[nodiscard]] std::uint64_t guest_tsc(Tsc host) const override { return tsc_.read_l1_tsc(host); }
   [[nodiscard]] std::uint64_t virtual_tsc_khz() const override {
     return tsc_.scale(pcpu_->ctx().clock.tsc_khz);
@@ -186,13 +185,10 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] bool guest_interruptible() const override {
     return guest_ != nullptr && guest_->interruptible();
   }
-  [[nodiscard]] GuestVcpu& guest() { return *guest_; }
-  [[nodiscard]] const GuestVcpu& guest() const { return *guest_; }
   // vcpu->preempted (scheduled out while runnable) and vcpu->ready (v5.3+:
   // preempted, or woken from kvm_vcpu_block()); the CPL at the last exit.
   [[nodiscard]] bool preempted() const { return preempted_; }
   [[nodiscard]] bool ready() const { return ready_; }
-  void set_ready() { ready_ = true; }
   [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
 
   // The mechanisms, with their counters.
