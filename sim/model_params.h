@@ -6,7 +6,6 @@
 
 namespace kvmsim {
 
-void declare_core_params(ParamRegistry& r);   // platform, sim
 void declare_sched_params(ParamRegistry& r);  // host, noise, host costs
 void declare_vmx_params(ParamRegistry& r);    // kvm (VMX side), vm, exit costs
 void declare_lapic_params(ParamRegistry& r);  // kvm (LAPIC side), lapic costs

@@ -10,11 +10,11 @@
 #include <fmt/format.h>
 #include <systemc>
 
+#include "sim/checks/sched_invariants.h"
 #include "sim/core/invariants.h"
 #include "sim/guest/workload.h"
 #include "sim/sched/host.h"
 #include "sim/sched/host_task.h"
-#include "sim/sched/sched_invariants.h"
 #include "sim/trace/trace_observer.h"
 #include "sim/views/perfetto_observer.h"
 #include "sim/views/vcd_observer.h"
@@ -83,15 +83,20 @@ Placement vcpu_placement(const ParamSet& p, const Topology& topo, int nvcpus) {
 // of those expected (cyclictest, tscdeadline_latency), else simulated time
 // (out of sim.max_simulated_s for a workload without an end of its own),
 // refreshed every 65536 segments.
-class System::Progress : public ModelObserver {
+class System::Progress : public Observer {
  public:
+  void connect(SignalRegistry& signals) override {
+    auto& model = signals.get<ModelSignals>();
+    model.latency_sample.connect<&Progress::on_latency_sample>(this);
+    model.segment.connect<&Progress::on_segment>(this);
+  }
   Progress(std::string what, std::uint64_t total, TscClock clk, double end_s)
       : what_(std::move(what)),
         total_(total),
         step_(total / 100 ? total / 100 : 1),
         clk_(clk),
         end_s_(end_s) {}
-  void on_latency_sample(int, int, Tsc, Tsc, std::int64_t) override {
+  void on_latency_sample(int, int, Tsc, Tsc, std::int64_t) {
     if (!total_) return;
     if (++n_ % step_ == 0 || n_ == total_) {
       std::fprintf(stderr, "\r[kvmsim] %s %llu/%llu samples (%3llu%%)", what_.c_str(),
@@ -100,7 +105,7 @@ class System::Progress : public ModelObserver {
       shown_ = true;
     }
   }
-  void on_segment(int, Stage, Tsc, Tsc end) override {
+  void on_segment(int, Stage, Tsc, Tsc end) {
     if (total_ || ++segments_ % 65536) return;
     const double s = clk_.to_s(static_cast<double>(end));
     if (end_s_ > 0)
@@ -137,9 +142,9 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   ctx_.run_ahead.enabled =
       opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
   ModelTime::reset();
-  // Exit statistics, latency breakdown and the guard (fingerprint,
-  // invariants, a signal's stop request: run_guard.h), called directly.
-  ctx_.obs.set_core(&exit_stats_, &breakdown_, &guard_);
+  // Exit statistics, latency breakdown and the guard (core_observers.h)
+  // connect first, so each signal calls them before any other observer.
+  core_.connect(ctx_.signals);
 
   host_ = std::make_unique<Host>(p, ctx_);
   const int nvms = static_cast<int>(p.i("vm.count"));
@@ -157,13 +162,13 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   // simulated time.
   {
     const Workload* w = workload_.get();
-    const RunGuard* g = &guard_;
+    const RunGuard* g = &core_.guard;
     const double total = static_cast<double>(w->progress_total());
     const double limit = p.d("sim.max_simulated_s");
     const TscClock clk = ctx_.clock;
     // The run ends with the workload or at sim.max_simulated_s, whichever
     // comes first.
-    guard_.set_pace_probe(type, [w, g, total, limit, clk] {
+    core_.guard.set_pace_probe(type, [w, g, total, limit, clk] {
       const double by_time = clk.to_s(static_cast<double>(now_tsc())) / limit;
       if (total > 0) return std::max(by_time, static_cast<double>(g->latency_samples()) / total);
       return std::max(by_time, w->done_fraction());
@@ -174,7 +179,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
         std::make_unique<Progress>(type, workload_->progress_total(), ctx_.clock,
                                    workload_->open_ended() ? p.d("sim.max_simulated_s") : 0.0);
     progress_ = prog.get();
-    ctx_.obs.add(prog.get());
+    add_observer(prog.get());
     owned_observers_.push_back(std::move(prog));
   }
 
@@ -202,11 +207,11 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     std::vector<int> pids;
     for (const auto* v : vcpus_) pids.push_back(v->pid());
     invariants_ = std::make_unique<SchedInvariants>(std::move(pids));
-    ctx_.obs.add(invariants_.get());
+    add_observer(invariants_.get());
     metric_sources_.push_back(invariants_.get());
   }
   attach_views(opts);
-  for (auto* o : opts.observers) ctx_.obs.add(o);
+  for (auto* o : opts.observers) add_observer(o);
 }
 
 System::~System() = default;
@@ -222,7 +227,7 @@ void System::attach_views(const RunOptions& opts) {
     }
     views_->trace = std::make_unique<trace::TraceObserver>(
         opts.trace_path, clk, std::move(tasks), std::move(apicid), host_->topology().cpus());
-    ctx_.obs.add(views_->trace.get());
+    add_observer(views_->trace.get());
   }
   if (!opts.perfetto_path.empty()) {
     std::vector<int> cpus;
@@ -232,14 +237,14 @@ void System::attach_views(const RunOptions& opts) {
     views_->perfetto = std::make_unique<views::PerfettoObserver>(
         opts.perfetto_path, clk, clk.from_ns(opts.perfetto_limit_ms * 1e6), std::move(cpus),
         std::move(vv));
-    ctx_.obs.add(views_->perfetto.get());
+    add_observer(views_->perfetto.get());
   }
   if (!opts.vcd_path.empty()) {  // sc_trace needs the file before sc_start()
     std::vector<const Vcpu*> vv(vcpus_.begin(), vcpus_.end());
     views_->vcd = std::make_unique<views::VcdObserver>(
         opts.vcd_path, clk, clk.from_ns(opts.vcd_limit_ms * 1e6), clk.from_ns(opts.vcd_sample_ns),
         std::move(vv));
-    ctx_.obs.add(views_->vcd.get());
+    add_observer(views_->vcd.get());
   }
 }
 
@@ -277,10 +282,10 @@ RunResult System::run() {
   mt["sim.wall_s"] = wall_s;
   mt["sim.simulated_s"] = r.simulated_s;
   mt["sim.seed"] = static_cast<double>(ctx_.seed);
-  mt["sim.fingerprint"] = static_cast<double>(guard_.fingerprint());
+  mt["sim.fingerprint"] = static_cast<double>(core_.guard.fingerprint());
 
   for (int i = 0; i < kMaxExitReason; ++i) {
-    const auto& s = exit_stats_.all()[static_cast<std::size_t>(i)];
+    const auto& s = core_.exit_stats.all()[static_cast<std::size_t>(i)];
     if (!s.count) continue;
     ExitRow row;
     row.reason = std::string(exit_reason_name(static_cast<ExitReason>(i)));
@@ -309,7 +314,7 @@ RunResult System::run() {
   for (int s = 0; s < kStageCount; ++s)
     if (is_guest(s)) order.push_back(s);
   for (const int s : order) {
-    const double ns = clk.to_ns(breakdown_.mean_cycles(static_cast<Stage>(s)));
+    const double ns = clk.to_ns(core_.breakdown.mean_cycles(static_cast<Stage>(s)));
     if (ns <= 0) continue;
     const std::string name(stage_name(static_cast<Stage>(s)));
     r.breakdown.push_back({name, ns});

@@ -16,11 +16,10 @@
 
 #include "sim/core/breakdown.h"
 #include "sim/core/context.h"
-#include "sim/core/exit_stats.h"
 #include "sim/core/histogram.h"
 #include "sim/core/metrics.h"
 #include "sim/core/params.h"
-#include "sim/core/run_guard.h"
+#include "sim/core_observers.h"
 
 namespace kvmsim {
 
@@ -45,7 +44,7 @@ struct RunResult {
   bool completed = false;  // the workload finished (false: sim.max_simulated_s ended the run)
 };
 
-class ModelObserver;
+class Observer;
 
 struct RunOptions {
   std::string trace_path;  // --trace FILE: trace-cmd report text of the host's kvm events
@@ -56,12 +55,12 @@ struct RunOptions {
   // the same either way (tests/cli/run_ahead_test.cpp); --vcd turns it off.
   bool run_ahead = true;
   // Teaching views (sim/views), each attached only when its path is given.
-  std::string perfetto_path;      // --perfetto FILE: Chrome trace-event JSON
-  double perfetto_limit_ms = 50;  // nothing after this much simulated time
-  std::string vcd_path;           // --vcd FILE: VCD waveform through sc_trace
-  double vcd_limit_ms = 50;       // nothing after this much simulated time
-  double vcd_sample_ns = 1000;    // preemption-timer countdown sampling (0: boundaries only)
-  std::vector<ModelObserver*> observers;  // more observers (kvmsim explain), attached last
+  std::string perfetto_path;         // --perfetto FILE: Chrome trace-event JSON
+  double perfetto_limit_ms = 50;     // nothing after this much simulated time
+  std::string vcd_path;              // --vcd FILE: VCD waveform through sc_trace
+  double vcd_limit_ms = 50;          // nothing after this much simulated time
+  double vcd_sample_ns = 1000;       // preemption-timer countdown sampling (0: boundaries only)
+  std::vector<Observer*> observers;  // more observers (kvmsim explain), attached last
 };
 
 RunResult run_simulation(const ParamSet& params, const RunOptions& opts = {});
@@ -87,7 +86,7 @@ class System {
   [[nodiscard]] const std::vector<std::unique_ptr<Vm>>& vms() const { return vms_; }
   [[nodiscard]] const std::vector<Vcpu*>& vcpus() const { return vcpus_; }  // VM-major
   [[nodiscard]] int vcpus_per_vm() const { return vcpus_per_vm_; }
-  void add_observer(ModelObserver* o) { ctx_.obs.add(o); }
+  void add_observer(Observer* o) { o->connect(ctx_.signals); }
   void add_metric_source(const MetricSource* s) { metric_sources_.push_back(s); }
   // The workload is done: the run ends at this simulated time.
   void stop();
@@ -97,9 +96,7 @@ class System {
 
   const ParamSet& p_;
   SimContext ctx_;
-  ExitStats exit_stats_;
-  LatencyBreakdown breakdown_;
-  RunGuard guard_;
+  CoreObservers core_;  // exit statistics, latency breakdown, run guard
   std::unique_ptr<Host> host_;
   std::vector<std::unique_ptr<Vm>> vms_;
   std::vector<Vcpu*> vcpus_;
@@ -107,7 +104,7 @@ class System {
   std::unique_ptr<Workload> workload_;
   std::vector<std::unique_ptr<class HostTask>> host_tasks_;
   std::vector<const MetricSource*> metric_sources_;
-  std::vector<std::unique_ptr<ModelObserver>> owned_observers_;
+  std::vector<std::unique_ptr<Observer>> owned_observers_;
   std::unique_ptr<MetricSource> vcpu_metrics_;
   std::unique_ptr<class SchedInvariants> invariants_;
   class Progress;

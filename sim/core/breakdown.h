@@ -7,13 +7,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/core/model_signals.h"
 #include "sim/core/observer.h"
 
 namespace kvmsim {
 
-class LatencyBreakdown final : public ModelObserver {
+class LatencyBreakdown final : public Observer {
  public:
-  void on_timer_armed(int /*vcpu*/, int pcpu, Tsc deadline) override {
+  void connect(SignalRegistry& signals) {
+    auto& model = signals.get<ModelSignals>();
+    model.timer_armed.connect<&LatencyBreakdown::on_timer_armed>(this);
+    model.segment.connect<&LatencyBreakdown::on_segment>(this);
+    model.latency_sample.connect<&LatencyBreakdown::on_latency_sample>(this);
+  }
+  void on_timer_armed(int /*vcpu*/, int pcpu, Tsc deadline) {
     auto& w = window(pcpu);
     w.deadline = deadline;
     w.open = true;
@@ -21,7 +28,7 @@ class LatencyBreakdown final : public ModelObserver {
       w.acc[static_cast<std::size_t>(__builtin_ctzll(m))] = 0;
     w.touched = 0;
   }
-  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) override {
+  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) {
     if (static_cast<std::size_t>(pcpu) >= windows_.size()) return;
     auto& w = windows_[static_cast<std::size_t>(pcpu)];
     if (!w.open || end <= w.deadline) return;
@@ -29,8 +36,7 @@ class LatencyBreakdown final : public ModelObserver {
     w.touched |= std::uint64_t{1} << static_cast<unsigned>(stage);
   }
   // The segment that ends with the measurement was reported just before.
-  void on_latency_sample(int /*vcpu*/, int pcpu, Tsc /*deadline*/, Tsc /*t*/,
-                         std::int64_t /*ns*/) override {
+  void on_latency_sample(int /*vcpu*/, int pcpu, Tsc /*deadline*/, Tsc /*t*/, std::int64_t /*ns*/) {
     auto& w = window(pcpu);
     if (!w.open) return;
     w.open = false;
@@ -67,10 +73,13 @@ class LatencyBreakdown final : public ModelObserver {
 
 // Time per stage over the whole run (all pCPUs), for workloads that report
 // per-iteration costs (vmexit.flat): snapshot before and after a batch.
-class StageTotals : public ModelObserver {
+class StageTotals : public Observer {
  public:
+  void connect(SignalRegistry& signals) {
+    signals.get<ModelSignals>().segment.connect<&StageTotals::on_segment>(this);
+  }
   using Totals = std::array<Tsc, kStageCount>;
-  void on_segment(int /*pcpu*/, Stage stage, Tsc begin, Tsc end) override {
+  void on_segment(int /*pcpu*/, Stage stage, Tsc begin, Tsc end) {
     totals_[static_cast<std::size_t>(stage)] += end - begin;
   }
   [[nodiscard]] const Totals& totals() const { return totals_; }

@@ -1,5 +1,5 @@
 // What every model component shares: the host TSC clock, the run seed, the
-// observer hub, the event counter and the run-ahead dispatcher.
+// signals, the event counter and the run-ahead dispatcher.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <systemc>
 
 #include "sim/core/model_time.h"
-#include "sim/core/observers.h"
 #include "sim/core/random.h"
 #include "sim/core/run_ahead.h"
+#include "sim/core/signal.h"
 #include "sim/core/time.h"
 
 namespace kvmsim {
@@ -18,7 +18,7 @@ namespace kvmsim {
 struct SimContext {
   TscClock clock;
   std::uint64_t seed = 1;
-  Observers obs;
+  SignalRegistry signals;    // the open signals (sim/core/signal.h)
   std::uint64_t events = 0;  // model events dispatched (sim.events)
   RunAhead run_ahead;        // how the pCPUs' SystemC activations run (sim/core/run_ahead.h)
 

@@ -167,4 +167,8 @@ std::string format_param_table(const ParamRegistry& reg);
 // Markdown table for docs/reference/parameters.md.
 std::string format_param_markdown(const ParamRegistry& reg);
 
+// The core's own keys (platform identity, simulation control: params_decl.cpp);
+// every other folder declares its keys in its params.cpp (sim/model_params.h).
+void declare_core_params(ParamRegistry& r);
+
 }  // namespace kvmsim

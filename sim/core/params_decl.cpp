@@ -1,5 +1,5 @@
 // Platform identity and simulation control.
-#include "sim/model_params.h"
+#include "sim/core/params.h"
 
 namespace kvmsim {
 

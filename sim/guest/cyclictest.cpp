@@ -9,6 +9,11 @@ Cyclictest::Cyclictest(CyclictestConfig cfg, CyclictestCosts costs, std::functio
       on_done_(std::move(on_done)),
       hist_(cfg.histogram_buckets) {}
 
+ModelSignals& Cyclictest::signals(GuestKernel& k) {
+  if (!signals_) signals_ = &k.vcpu().ctx().signals.get<ModelSignals>();
+  return *signals_;
+}
+
 GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
   switch (state_) {
     case State::Start:
@@ -22,7 +27,7 @@ GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
       // do_nanosleep(): arm the sleeper and schedule() away.
       const std::uint64_t deadline = k.ns_to_guest_tsc_ceil(next_ns_);
       deadline_host_ = k.vcpu().tsc().host_tsc_at(deadline);
-      k.vcpu().ctx().obs.timer_armed(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_);
+      signals(k).timer_armed(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_);
       state_ = State::Sleeping;
       k.hrtimer_start(this, deadline);
       k.block_current();
@@ -39,8 +44,7 @@ GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
         hist_.add_us(diff, loops_);
       else
         hist_.add_ns(diff, loops_);
-      k.vcpu().ctx().obs.latency_sample(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_, now,
-                                        diff);
+      signals(k).latency_sample(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_, now, diff);
       if (++loops_ >= cfg_.loops) {
         state_ = State::Done;
         k.block_current();

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "sim/core/histogram.h"
+#include "sim/core/model_signals.h"
 #include "sim/guest/guest_kernel.h"
 
 namespace kvmsim {
@@ -50,6 +51,8 @@ class Cyclictest : public GuestTask, public GuestHrtimer {
   std::uint64_t next_ns_ = 0;
   std::uint64_t loops_ = 0;
   Tsc deadline_host_ = 0;
+  ModelSignals* signals_ = nullptr;  // looked up at the first step
+  ModelSignals& signals(GuestKernel& k);
 };
 
 }  // namespace kvmsim

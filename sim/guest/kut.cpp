@@ -4,6 +4,7 @@ namespace kvmsim {
 
 KutGuest::KutGuest(Vcpu& vcpu, KutCosts costs, std::function<void()> on_done)
     : vcpu_(vcpu),
+      model_signals_(vcpu.ctx().signals.get<ModelSignals>()),
       costs_(std::move(costs)),
       rng_(vcpu.ctx().stream("kut.vcpu" + std::to_string(vcpu.id()))),
       on_done_(std::move(on_done)) {}
@@ -44,8 +45,8 @@ void KutGuest::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
 // The guest arms its TSC deadline: observers (latency breakdown, views)
 // learn the deadline in host TSC.
 void KutGuest::arm_deadline(std::uint64_t guest_deadline) {
-  vcpu_.ctx().obs.timer_armed(vcpu_.id(), vcpu_.pcpu().id(),
-                              vcpu_.tsc().host_tsc_at(guest_deadline));
+  model_signals_.timer_armed(vcpu_.id(), vcpu_.pcpu().id(),
+                             vcpu_.tsc().host_tsc_at(guest_deadline));
 }
 
 // IRET: back to the main program; a vector that became pending meanwhile is
@@ -90,7 +91,7 @@ GuestStep TscdeadlineLatencyTest::isr_step(int n, Tsc now) {
       rearm_ = true;
       if (!first_) {
         table_.push_back(latency);
-        vcpu_.ctx().obs.latency_sample(
+        model_signals_.latency_sample(
             vcpu_.id(), vcpu_.pcpu().id(), vcpu_.tsc().host_tsc_at(exptime_), now,
             static_cast<std::int64_t>(
                 vcpu_.ctx().clock.cycles_to_ns(static_cast<Tsc>(latency < 0 ? 0 : latency))));

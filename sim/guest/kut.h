@@ -15,6 +15,7 @@
 
 #include "sim/core/breakdown.h"
 #include "sim/core/dist.h"
+#include "sim/core/model_signals.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -56,6 +57,7 @@ class KutGuest : public GuestVcpu {
 
   [[nodiscard]] std::uint64_t rdtsc(Tsc now) const { return vcpu_.guest_tsc(now); }
   Vcpu& vcpu_;
+  ModelSignals& model_signals_;
   KutCosts costs_;
   Rng rng_;
   bool finished_ = false;

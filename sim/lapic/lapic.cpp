@@ -12,7 +12,11 @@
 namespace kvmsim {
 
 KvmLapic::KvmLapic(LapicVcpu& vcpu, LapicConfig cfg, LapicCosts costs)
-    : HostHrtimer("apic_timer_fn"), vcpu_(vcpu), cfg_(cfg), costs_(std::move(costs)) {
+    : HostHrtimer("apic_timer_fn"),
+      vcpu_(vcpu),
+      signals_(vcpu.ctx().signals.get<LapicSignals>()),
+      cfg_(cfg),
+      costs_(std::move(costs)) {
   // kvm_create_lapic(): -1 selects the adaptive advance, starting at 1000 ns.
   advance_adaptive_ = cfg_.timer_advance_ns < 0;
   timer_advance_ns_ = advance_adaptive_ ? LAPIC_TIMER_ADVANCE_NS_INIT : cfg_.timer_advance_ns;
@@ -40,7 +44,7 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   expired_tscdeadline_ = 0;
   const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
   const auto delta = static_cast<std::int64_t>(guest_tsc - deadline);  // < 0: early
-  vcpu_.ctx().obs.wait_lapic_expire(vcpu_.id(), delta, now);
+  signals_.kvm_wait_lapic_expire(vcpu_.id(), delta, now);
   ++wait_stats_.calls;
   ++(delta < 0 ? wait_stats_.early : wait_stats_.late);
   wait_stats_.delta_sum += static_cast<double>(delta);
@@ -125,7 +129,7 @@ bool KvmLapic::start_hv_timer(Tsc now, Tsc* cost) {
     *cost += apic_timer_expired(false, now);
     cancel_hv_timer();
   }
-  vcpu_.ctx().obs.hv_timer_state(vcpu_.id(), hv_timer_in_use_, now);
+  signals_.kvm_hv_timer_state(vcpu_.id(), hv_timer_in_use_, now);
   return true;
 }
 
@@ -139,7 +143,7 @@ Tsc KvmLapic::start_sw_timer(Tsc now) {
   if (hv_timer_in_use_) cancel_hv_timer();
   if (pending_) return 0;
   const Tsc cost = start_sw_tscdeadline(now);
-  vcpu_.ctx().obs.hv_timer_state(vcpu_.id(), false, now);
+  signals_.kvm_hv_timer_state(vcpu_.id(), false, now);
   return cost;
 }
 
@@ -200,7 +204,7 @@ Tsc KvmLapic::local_deliver_timer(Tsc now) {
     invariant_failed(vcpu_.comm(),
                      "LAPIC timer interrupt delivered for a TSC deadline already consumed "
                      "(delivered twice)");
-  vcpu_.ctx().obs.apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
+  signals_.kvm_apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
   if (cfg_.apicv)
     irq_.post(LOCAL_TIMER_VECTOR);
   else
@@ -265,7 +269,7 @@ Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
     throw std::logic_error(
         "kvm_apic_send_ipi: only fixed, physical, single-target IPIs are modelled");
   ++ipi_stats_.sent;
-  vcpu_.ctx().obs.apic_ipi(vcpu_.id(), icr_low, dest_id, now);
+  signals_.kvm_apic_ipi(vcpu_.id(), icr_low, dest_id, now);
   KvmLapic* target = map_ ? map_->find(dest_id) : nullptr;
   if (!target) return 0;
   return target->accept_irq(static_cast<std::uint8_t>(icr_low & APIC_VECTOR_MASK), vcpu_, now);
@@ -280,7 +284,7 @@ Tsc KvmLapic::send_ipi(std::uint32_t icr_low, std::uint32_t dest_id, Tsc now) {
 // out), injection at the next entry.
 Tsc KvmLapic::accept_irq(std::uint8_t vector, LapicVcpu& sender, Tsc now) {
   ++ipi_stats_.accepted;
-  vcpu_.ctx().obs.apic_accept_ipi(sender.id(), vcpu_.id(), vector, now);
+  signals_.kvm_apic_accept_ipi(sender.id(), vcpu_.id(), vector, now);
   Tsc cost = costs_.accept_irq(sender.rng());
   if (cfg_.apicv) {
     if (!irq_.post(vector)) return cost;  // ON already set: a notification is on its way

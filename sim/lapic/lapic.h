@@ -10,6 +10,7 @@
 
 #include "sim/core/dist.h"
 #include "sim/lapic/apic_irq.h"
+#include "sim/lapic/lapic_signals.h"
 #include "sim/sched/host_hrtimer.h"
 
 namespace kvmsim {
@@ -249,6 +250,7 @@ class KvmLapic : public HostHrtimer {
   Tsc local_deliver_timer(Tsc now);
 
   LapicVcpu& vcpu_;
+  LapicSignals& signals_;
   LapicConfig cfg_;
   LapicCosts costs_;
   std::uint64_t tscdeadline_ = 0;          // guest TSC, 0 = disarmed

@@ -26,6 +26,7 @@ PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk) {
 
 Host::Host(const ParamSet& p, SimContext& ctx)
     : ctx_(ctx),
+      sched_signals_(ctx.signals.get<SchedSignals>()),
       topo_(static_cast<int>(p.i("platform.sockets")),
             static_cast<int>(p.i("platform.cores_per_socket")),
             static_cast<int>(p.i("platform.threads_per_core"))),
@@ -37,7 +38,7 @@ Host::Host(const ParamSet& p, SimContext& ctx)
   by_id_.resize(static_cast<std::size_t>(topo_.cpus()));
   sched_->on_migrate = [this](const SchedEntity& se, int from, int to, Tsc t) {
     if (const HostThread* th = thread_of(se))
-      ctx_.obs.sched_migrate(th->comm(), th->pid(), 120 + se.nice, from, to, t);
+      sched_signals_.sched_migrate_task(th->comm(), th->pid(), 120 + se.nice, from, to, t);
   };
 }
 
@@ -107,8 +108,8 @@ bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   if (se.on_rq) return false;  // TASK_RUNNING already
   const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
-  if (!ctx_.obs.empty())
-    ctx_.obs.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
+  if (sched_signals_.sched_wakeup.connected())
+    sched_signals_.sched_wakeup(waker_cpu, t->comm(), t->pid(), 120 + se.nice, cpu, now);
   check_preempt(cpu, se, now, waker_cpu >= 0 ? &pcpu(waker_cpu) : nullptr, ipi_at);
   return true;
 }

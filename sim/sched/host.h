@@ -63,6 +63,7 @@ class Host : public MetricSource {
   // A woken or new entity on `cpu`: reschedule it if the entity preempts.
   void check_preempt(int cpu, const SchedEntity& se, Tsc now, Pcpu* waker, Tsc ipi_at);
   SimContext& ctx_;
+  SchedSignals& sched_signals_;
   Topology topo_;
   std::unique_ptr<HostScheduler> sched_;
   PcpuCosts costs_;

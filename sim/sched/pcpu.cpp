@@ -11,6 +11,8 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
     : sc_module(name),
       id_(id),
       ctx_(ctx),
+      model_signals_(ctx.signals.get<ModelSignals>()),
+      sched_signals_(ctx.signals.get<SchedSignals>()),
       costs_(std::move(costs)),
       host_(host),
       sched_(host.scheduler()),
@@ -132,12 +134,12 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     stats_.busy_cycles += now - busy_since_;
     prev->sched_out(*this, now, prev_runnable);
   }
-  if (!ctx_.obs.empty()) {
+  if (sched_signals_.sched_switch.connected()) {
     const std::string& idle = idle_comm_;
-    ctx_.obs.sched_switch(id_, prev ? prev->comm() : idle, prev ? prev->pid() : 0,
-                          prev ? 120 + prev->se().nice : 120, prev_runnable || !prev,
-                          next ? next->comm() : idle, next ? next->pid() : 0,
-                          next ? 120 + next->se().nice : 120, now);
+    sched_signals_.sched_switch(id_, prev ? prev->comm() : idle, prev ? prev->pid() : 0,
+                                prev ? 120 + prev->se().nice : 120, prev_runnable || !prev,
+                                next ? next->comm() : idle, next ? next->pid() : 0,
+                                next ? 120 + next->se().nice : 120, now);
   }
   curr_ = next;
   if (next) {
@@ -190,7 +192,7 @@ void Pcpu::end_segment(Tsc now) {
   if (seg_stage_ == Stage::HostIdle && cstate_ >= 0)
     stats_.cpuidle.residency[static_cast<std::size_t>(cstate_)] += now - seg_begin_;
   if (seg_stage_ == Stage::HostCstateExit) stats_.cpuidle.exit_cycles += now - seg_begin_;
-  if (!ctx_.obs.empty()) ctx_.obs.segment(id_, seg_stage_, seg_begin_, now);
+  model_signals_.segment(id_, seg_stage_, seg_begin_, now);
 }
 
 // One decision point of this pCPU at `now` (what one SystemC event did).

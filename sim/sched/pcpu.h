@@ -37,11 +37,13 @@
 
 #include "sim/core/context.h"
 #include "sim/core/dist.h"
+#include "sim/core/model_signals.h"
 #include "sim/core/stage.h"
 #include "sim/sched/cfs.h"
 #include "sim/sched/cpuidle.h"
 #include "sim/sched/host_hrtimer.h"
 #include "sim/sched/host_irq.h"
+#include "sim/sched/sched_signals.h"
 
 namespace kvmsim {
 
@@ -225,6 +227,8 @@ class Pcpu : public sc_core::sc_module {
 
   int id_;
   SimContext& ctx_;
+  ModelSignals& model_signals_;
+  SchedSignals& sched_signals_;
   PcpuCosts costs_;
   Host& host_;
   HostScheduler& sched_;

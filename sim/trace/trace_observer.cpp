@@ -1,5 +1,9 @@
 #include "sim/trace/trace_observer.h"
 
+#include "sim/lapic/lapic_signals.h"
+#include "sim/sched/sched_signals.h"
+#include "sim/vmx/kvm_signals.h"
+
 #include <cerrno>
 #include <stdexcept>
 
@@ -25,6 +29,28 @@ std::uint64_t rip_for(ExitReason r) {
 }
 
 }  // namespace
+
+void TraceObserver::connect(SignalRegistry& signals) {
+  auto& kvm = signals.get<KvmSignals>();
+  kvm.kvm_exit.connect<&TraceObserver::on_vmexit>(this);
+  kvm.kvm_entry.connect<&TraceObserver::on_vmentry>(this);
+  kvm.kvm_msr_write.connect<&TraceObserver::on_msr_write>(this);
+  kvm.kvm_hypercall.connect<&TraceObserver::on_hypercall>(this);
+  kvm.kvm_pv_tlb_flush.connect<&TraceObserver::on_pv_tlb_flush>(this);
+  kvm.vcpu_block.connect<&TraceObserver::on_vcpu_block>(this);
+  kvm.kvm_vcpu_wakeup.connect<&TraceObserver::on_vcpu_wakeup>(this);
+  kvm.kvm_halt_poll_ns.connect<&TraceObserver::on_halt_poll_ns>(this);
+  auto& lapic = signals.get<LapicSignals>();
+  lapic.kvm_hv_timer_state.connect<&TraceObserver::on_hv_timer_state>(this);
+  lapic.kvm_wait_lapic_expire.connect<&TraceObserver::on_wait_lapic_expire>(this);
+  lapic.kvm_apic_accept_irq.connect<&TraceObserver::on_apic_accept_irq>(this);
+  lapic.kvm_apic_accept_ipi.connect<&TraceObserver::on_apic_accept_ipi>(this);
+  lapic.kvm_apic_ipi.connect<&TraceObserver::on_apic_ipi>(this);
+  auto& sched = signals.get<SchedSignals>();
+  sched.sched_switch.connect<&TraceObserver::on_sched_switch>(this);
+  sched.sched_wakeup.connect<&TraceObserver::on_sched_wakeup>(this);
+  sched.sched_migrate_task.connect<&TraceObserver::on_sched_migrate>(this);
+}
 
 TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
                              std::vector<int> vcpu_apicid, int cpus)

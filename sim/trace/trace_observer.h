@@ -22,39 +22,40 @@
 #include <vector>
 
 #include "sim/core/observer.h"
+#include "sim/core/stage.h"
 #include "sim/core/time.h"
 #include "sim/trace/trace_format.h"
+#include "sim/vmx/exit_reason.h"
 
 namespace kvmsim::trace {
 
-class TraceObserver : public ModelObserver {
+class TraceObserver : public Observer {
  public:
   // tasks[vcpu]: the vCPU thread's comm and pid; cpus: pCPU count for the header.
   TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
                 std::vector<int> vcpu_apicid, int cpus);
-  ~TraceObserver() override;
+  ~TraceObserver();
 
-  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
-  void on_vmentry(int vcpu, int pcpu, Tsc t) override;
-  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t) override;
-  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
-  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
-  void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
-  void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t) override;
-  void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t) override;
-  void on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1, Tsc t) override;
-  void on_pv_tlb_flush(int vcpu, bool need_flush_tlb, Tsc t) override;
-  void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
-  void on_halt_poll_ns(int vcpu, bool grow, std::uint32_t new_ns, std::uint32_t old_ns,
-                       Tsc t) override;
+  void connect(SignalRegistry& signals) override;
+  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t);
+  void on_vmentry(int vcpu, int pcpu, Tsc t);
+  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t);
+  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t);
+  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t);
+  void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t);
+  void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t);
+  void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t);
+  void on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, std::uint64_t a1, Tsc t);
+  void on_pv_tlb_flush(int vcpu, bool need_flush_tlb, Tsc t);
+  void on_vcpu_block(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t);
+  void on_halt_poll_ns(int vcpu, bool grow, std::uint32_t new_ns, std::uint32_t old_ns, Tsc t);
   void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,
                        bool prev_runnable, const std::string& next_comm, int next_pid,
-                       int next_prio, Tsc t) override;
+                       int next_prio, Tsc t);
   void on_sched_wakeup(int waker_pcpu, const std::string& comm, int pid, int prio, int target,
-                       Tsc t) override;
-  void on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to,
-                        Tsc t) override;
+                       Tsc t);
+  void on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to, Tsc t);
 
   [[nodiscard]] std::uint64_t lines() const { return writer_.lines_written(); }
   [[nodiscard]] bool ok() const { return static_cast<bool>(out_); }

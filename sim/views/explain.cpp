@@ -1,5 +1,9 @@
 #include "sim/views/explain.h"
 
+#include "sim/core/model_signals.h"
+#include "sim/lapic/lapic_signals.h"
+#include "sim/vmx/kvm_signals.h"
+
 #include <algorithm>
 
 #include <systemc>
@@ -12,6 +16,24 @@ namespace {
 // stops buffering here.
 constexpr std::size_t kMaxItems = std::size_t{1} << 20;
 }  // namespace
+
+void ExplainObserver::connect(SignalRegistry& signals) {
+  auto& model = signals.get<ModelSignals>();
+  model.segment.connect<&ExplainObserver::on_segment>(this);
+  model.timer_armed.connect<&ExplainObserver::on_timer_armed>(this);
+  model.latency_sample.connect<&ExplainObserver::on_latency_sample>(this);
+  auto& kvm = signals.get<KvmSignals>();
+  kvm.kvm_exit.connect<&ExplainObserver::on_vmexit>(this);
+  kvm.kvm_entry.connect<&ExplainObserver::on_vmentry>(this);
+  kvm.vcpu_block.connect<&ExplainObserver::on_vcpu_block>(this);
+  kvm.kvm_vcpu_wakeup.connect<&ExplainObserver::on_vcpu_wakeup>(this);
+  kvm.kvm_msr_write.connect<&ExplainObserver::on_msr_write>(this);
+  auto& lapic = signals.get<LapicSignals>();
+  lapic.kvm_hv_timer_state.connect<&ExplainObserver::on_hv_timer_state>(this);
+  lapic.kvm_wait_lapic_expire.connect<&ExplainObserver::on_wait_lapic_expire>(this);
+  lapic.kvm_apic_accept_irq.connect<&ExplainObserver::on_apic_accept_irq>(this);
+  lapic.kvm_apic_accept_ipi.connect<&ExplainObserver::on_apic_accept_ipi>(this);
+}
 
 void ExplainObserver::note_vcpu(int vcpu, int pcpu) {
   if (vcpu < 0) return;

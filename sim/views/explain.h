@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "sim/core/observer.h"
+#include "sim/core/stage.h"
 #include "sim/core/time.h"
+#include "sim/vmx/exit_reason.h"
 
 namespace kvmsim::views {
 
@@ -51,23 +53,28 @@ struct ExplainCapture {
   std::vector<ExplainItem> items;  // in time order
 };
 
-class ExplainObserver : public ModelObserver {
+class ExplainObserver : public Observer {
  public:
   // `sample`: which latency sample to keep (1-based). `stop`: call
   // sc_stop() once it is captured.
   explicit ExplainObserver(std::uint64_t sample, bool stop = true) : want_(sample), stop_(stop) {}
 
-  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) override;
-  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
-  void on_vmentry(int vcpu, int pcpu, Tsc t) override;
-  void on_timer_armed(int vcpu, int pcpu, Tsc deadline) override;
-  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns) override;
-  void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
-  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
-  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
-  void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) override;
-  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t) override;
+  void connect(SignalRegistry& signals) override;
+  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end);
+  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t);
+  void on_vmentry(int vcpu, int pcpu, Tsc t);
+  void on_timer_armed(int vcpu, int pcpu, Tsc deadline);
+  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns);
+  void on_vcpu_block(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t);
+  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t);
+  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t);
+  void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t);
+  // An IPI accepted into `target`: the same as any accepted vector.
+  void on_apic_accept_ipi(int /*sender*/, int target, std::uint8_t vector, Tsc t) {
+    on_apic_accept_irq(target, vector, t);
+  }
+  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t);
 
   [[nodiscard]] const ExplainCapture& capture() const { return capture_; }
   [[nodiscard]] std::uint64_t samples_seen() const { return samples_; }

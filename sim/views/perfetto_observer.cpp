@@ -1,5 +1,9 @@
 #include "sim/views/perfetto_observer.h"
 
+#include "sim/core/model_signals.h"
+#include "sim/lapic/lapic_signals.h"
+#include "sim/vmx/kvm_signals.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -41,6 +45,23 @@ std::string_view msr_event_name(std::uint32_t msr) {
 }
 
 }  // namespace
+
+void PerfettoObserver::connect(SignalRegistry& signals) {
+  auto& model = signals.get<ModelSignals>();
+  model.segment.connect<&PerfettoObserver::on_segment>(this);
+  model.timer_armed.connect<&PerfettoObserver::on_timer_armed>(this);
+  model.latency_sample.connect<&PerfettoObserver::on_latency_sample>(this);
+  auto& kvm = signals.get<KvmSignals>();
+  kvm.kvm_exit.connect<&PerfettoObserver::on_vmexit>(this);
+  kvm.kvm_entry.connect<&PerfettoObserver::on_vmentry>(this);
+  kvm.vcpu_poll.connect<&PerfettoObserver::on_vcpu_poll>(this);
+  kvm.vcpu_block.connect<&PerfettoObserver::on_vcpu_block>(this);
+  kvm.kvm_vcpu_wakeup.connect<&PerfettoObserver::on_vcpu_wakeup>(this);
+  kvm.kvm_msr_write.connect<&PerfettoObserver::on_msr_write>(this);
+  auto& lapic = signals.get<LapicSignals>();
+  lapic.kvm_hv_timer_state.connect<&PerfettoObserver::on_hv_timer_state>(this);
+  lapic.kvm_wait_lapic_expire.connect<&PerfettoObserver::on_wait_lapic_expire>(this);
+}
 
 PerfettoObserver::PerfettoObserver(const std::string& path, TscClock clock, Tsc limit,
                                    const std::vector<int>& pcpus,

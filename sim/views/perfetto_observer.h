@@ -39,8 +39,10 @@
 #include <vector>
 
 #include "sim/core/observer.h"
+#include "sim/core/stage.h"
 #include "sim/core/time.h"
 #include "sim/views/vcpu_mode.h"
+#include "sim/vmx/exit_reason.h"
 
 namespace kvmsim::views {
 
@@ -51,7 +53,7 @@ struct ViewVcpu {
   std::string comm;  // its host thread, "CPU n/KVM"
 };
 
-class PerfettoObserver : public ModelObserver {
+class PerfettoObserver : public Observer {
  public:
   static constexpr int kPcpuPidBase = 100;
   static constexpr int kVcpuPidBase = 1000;
@@ -61,21 +63,22 @@ class PerfettoObserver : public ModelObserver {
   // `limit`: simulated host cycles after which nothing more is written.
   PerfettoObserver(const std::string& path, TscClock clock, Tsc limit,
                    const std::vector<int>& pcpus, const std::vector<ViewVcpu>& vcpus);
-  ~PerfettoObserver() override;
+  ~PerfettoObserver();
   PerfettoObserver(const PerfettoObserver&) = delete;
   PerfettoObserver& operator=(const PerfettoObserver&) = delete;
 
-  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) override;
-  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
-  void on_vmentry(int vcpu, int pcpu, Tsc t) override;
-  void on_timer_armed(int vcpu, int pcpu, Tsc deadline) override;
-  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns) override;
-  void on_vcpu_poll(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
-  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
-  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) override;
-  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t) override;
+  void connect(SignalRegistry& signals) override;
+  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end);
+  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t);
+  void on_vmentry(int vcpu, int pcpu, Tsc t);
+  void on_timer_armed(int vcpu, int pcpu, Tsc deadline);
+  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns);
+  void on_vcpu_poll(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_block(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t);
+  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t);
+  void on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t);
+  void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t);
 
   // The vCPU enters `mode` at `t`: closes the current mode slice, opens the
   // next one. VM exits and entries call it; future halted/polling hooks will.

@@ -1,5 +1,9 @@
 #include "sim/views/vcd_observer.h"
 
+#include "sim/core/model_signals.h"
+#include "sim/lapic/lapic_signals.h"
+#include "sim/vmx/kvm_signals.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +45,20 @@ namespace {
 constexpr std::string_view kVcdSuffix = ".vcd";
 
 }  // namespace
+
+void VcdObserver::connect(SignalRegistry& signals) {
+  auto& model = signals.get<ModelSignals>();
+  model.segment.connect<&VcdObserver::on_segment>(this);
+  model.latency_sample.connect<&VcdObserver::on_latency_sample>(this);
+  auto& kvm = signals.get<KvmSignals>();
+  kvm.kvm_exit.connect<&VcdObserver::on_vmexit>(this);
+  kvm.kvm_entry.connect<&VcdObserver::on_vmentry>(this);
+  kvm.vcpu_poll.connect<&VcdObserver::on_vcpu_poll>(this);
+  kvm.vcpu_block.connect<&VcdObserver::on_vcpu_block>(this);
+  kvm.kvm_vcpu_wakeup.connect<&VcdObserver::on_vcpu_wakeup>(this);
+  auto& lapic = signals.get<LapicSignals>();
+  lapic.kvm_hv_timer_state.connect<&VcdObserver::on_hv_timer_state>(this);
+}
 
 VcdObserver::VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
                          std::vector<const Vcpu*> vcpus)

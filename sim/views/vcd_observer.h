@@ -43,8 +43,10 @@
 #include <vector>
 
 #include "sim/core/observer.h"
+#include "sim/core/stage.h"
 #include "sim/core/time.h"
 #include "sim/views/vcpu_mode.h"
+#include "sim/vmx/exit_reason.h"
 
 namespace sc_core {
 class sc_trace_file;
@@ -58,25 +60,26 @@ namespace kvmsim::views {
 
 class VcdSampler;
 
-class VcdObserver : public ModelObserver {
+class VcdObserver : public Observer {
  public:
   // Must be constructed before sc_start() (SystemC traces are declared at
   // elaboration). `sample_period`: cycles between countdown samples (0: only
   // at segment boundaries). `vcpus[i]` has id i.
   VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
               std::vector<const Vcpu*> vcpus);
-  ~VcdObserver() override;
+  ~VcdObserver();
   VcdObserver(const VcdObserver&) = delete;
   VcdObserver& operator=(const VcdObserver&) = delete;
 
-  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) override;
-  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) override;
-  void on_vmentry(int vcpu, int pcpu, Tsc t) override;
-  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns) override;
-  void on_vcpu_poll(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_block(int vcpu, int pcpu, Tsc t) override;
-  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t) override;
-  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) override;
+  void connect(SignalRegistry& signals) override;
+  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end);
+  void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t);
+  void on_vmentry(int vcpu, int pcpu, Tsc t);
+  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns);
+  void on_vcpu_poll(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_block(int vcpu, int pcpu, Tsc t);
+  void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t);
+  void on_hv_timer_state(int vcpu, bool hv_timer, Tsc t);
 
   // The vCPU enters `mode` at `t` (VM exits and entries, block and wake-up;
   // a future halt-polling hook).

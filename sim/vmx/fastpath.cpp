@@ -19,7 +19,7 @@ bool Vcpu::try_exit_fastpath(Tsc now) {
       exit_step_.msr == MSR_IA32_TSC_DEADLINE && lapic_.can_use_hv_timer()) {
     // handle_fastpath_set_tscdeadline(): kvm_set_lapic_tscdeadline_msr() +
     // skip the instruction.
-    ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+    kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
     cost = costs_.fastpath_wrmsr(rng()) + lapic_.set_tscdeadline_msr(exit_step_.value, now);
   } else if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_X2APIC_ICR &&
              KvmLapic::icr_fastpath_ok(exit_step_.value)) {

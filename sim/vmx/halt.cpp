@@ -90,7 +90,7 @@ void KvmHalt::vcpu_block(Tsc now) {
     ++hp_stats_.attempted;
     poll_start_ = now + sw;
     v_.state_ = Vcpu::State::Poll;
-    v_.ctx().obs.vcpu_poll(v_.id(), pcpu.id(), poll_start_);
+    v_.kvm_signals().vcpu_poll(v_.id(), pcpu.id(), poll_start_);
     pcpu.run_for(Stage::HaltPoll, SegKind::HostIrqOn, sw + v_.ctx().clock.ns_to_cycles(window_ns));
     return;
   }
@@ -154,9 +154,9 @@ void KvmHalt::finish_halt(Tsc now, bool waited) {
   if (u.kind != HaltPollUpdate::Kind::Keep) {
     const bool grow = u.kind == HaltPollUpdate::Kind::Grow;
     ++(grow ? hp_stats_.grows : hp_stats_.shrinks);
-    v_.ctx().obs.halt_poll_ns(v_.id(), grow, u.new_ns, u.old_ns, now);
+    v_.kvm_signals().kvm_halt_poll_ns(v_.id(), grow, u.new_ns, u.old_ns, now);
   }
-  v_.ctx().obs.vcpu_wakeup(v_.id(), waited, static_cast<std::int64_t>(halt_ns), now);
+  v_.kvm_signals().kvm_vcpu_wakeup(v_.id(), waited, static_cast<std::int64_t>(halt_ns), now);
 }
 
 void KvmHalt::resched_requested(Tsc now) {
@@ -239,7 +239,7 @@ void KvmHalt::after_block(Tsc now) {
   block_kicked_ = false;
   if (!rewaiting_) {                      // a kvm_vcpu_block() sleeps for the first time
     if (!halt_restart_) ++stats_.blocks;  // one per halt that slept
-    v_.ctx().obs.vcpu_block(v_.id(), v_.pcpu_->id(), now);
+    v_.kvm_signals().vcpu_block(v_.id(), v_.pcpu_->id(), now);
   }
   rewaiting_ = false;
   halt_restart_ = false;

@@ -12,7 +12,8 @@ Tsc handle_wrmsr(Vcpu& v, Tsc now, Tsc /*cost*/) {
   const GuestStep& wrmsr = v.exit_step();
   KvmLapic& lapic = v.lapic();
   // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
-  if (wrmsr.msr != MSR_X2APIC_ICR) v.ctx().obs.msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
+  if (wrmsr.msr != MSR_X2APIC_ICR)
+    v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
   if (wrmsr.msr == MSR_IA32_TSC_DEADLINE) return lapic.set_tscdeadline_msr(wrmsr.value, now);
   if (wrmsr.msr == MSR_X2APIC_EOI) return lapic.eoi();  // x2APIC EOI trapped without APICv
   if (wrmsr.msr == MSR_X2APIC_ICR) {

@@ -48,7 +48,7 @@ Tsc handle_vmcall(Vcpu& v, Tsc now, Tsc cost) {
     return 0;
   }
   Tsc c = v.vmx().hypercall.cost[nr](v.rng());
-  v.ctx().obs.hypercall(v.id(), nr, 0, call.value, now);
+  v.kvm_signals().kvm_hypercall(v.id(), nr, 0, call.value, now);
   if (v.vm_vcpus()) c += h->fn(v, call.value, now + cost + c);
   return c;
 }

@@ -40,7 +40,7 @@ Tsc StealTime::record_steal_time(Tsc now) {
     writeback_ = true;  // the guest's byte is overwritten with 0 at the end of this stage
   if (!cfg_.pv_tlb_flush) return 0;
   const bool flush = (old & KVM_VCPU_FLUSH_TLB) != 0;
-  v_.ctx().obs.pv_tlb_flush(v_.id(), flush, now);
+  v_.kvm_signals().kvm_pv_tlb_flush(v_.id(), flush, now);
   if (!flush) return 0;
   ++stats_.pv_tlb_flushes;
   return cfg_.pv_tlb_flush_cost(v_.rng());

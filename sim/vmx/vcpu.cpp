@@ -46,6 +46,7 @@ Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts&
     : LapicVcpu("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, std::move(allowed),
                 vcpu_id, pcpu),
       vm_id_(vm_id),
+      kvm_signals_(pcpu.ctx().signals.get<KvmSignals>()),
       costs_(costs),
       vmx_(vmx),
       tsc_(tsc),
@@ -279,7 +280,7 @@ void Vcpu::enter_guest_mode(Tsc now) {
   state_ = State::InGuest;
   exiting_ = false;
   ++stats_.entries;
-  ctx().obs.vmentry(vcpu_id_, pcpu_->id(), now);
+  kvm_signals().kvm_entry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
   if (pcpu_->irq_pending()) {
     vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
@@ -349,7 +350,7 @@ void Vcpu::vmexit(ExitReason reason, Tsc now) {
   state_ = State::VmExit;
   exit_reason_ = reason;
   ++stats_.exits;
-  ctx().obs.vmexit(vcpu_id_, pcpu_->id(), reason, now);
+  kvm_signals().kvm_exit(vcpu_id_, pcpu_->id(), reason, now);
   pcpu_->run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
 }
 

@@ -43,6 +43,7 @@
 #include "sim/vmx/halt.h"
 #include "sim/vmx/hypercall.h"
 #include "sim/vmx/kvm_para.h"
+#include "sim/vmx/kvm_signals.h"
 #include "sim/vmx/ple.h"
 #include "sim/vmx/preemption_timer.h"
 #include "sim/vmx/steal_time.h"
@@ -167,6 +168,8 @@ class Vcpu final : public LapicVcpu {
   // what the guest cannot see but a flush initiator waits on (statistics).
   [[nodiscard]] bool running_on_pcpu() const { return pcpu_->current() == this; }
   KvmLapic& lapic() { return lapic_; }
+  // The tracepoints this vCPU fires (sim/vmx/kvm_signals.h).
+  KvmSignals& kvm_signals() { return kvm_signals_; }
   [[nodiscard]] const KvmLapic& lapic() const { return lapic_; }
   [[nodiscard]] const TscScaling& tsc() const { return tsc_; }
   [[nodiscard]] const VmxConfig& vmx() const { return vmx_; }
@@ -260,6 +263,7 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
 
   int vm_id_;
+  KvmSignals& kvm_signals_;
   // The VM's configuration (VmConfig, owned by the Vm and shared by its vCPUs).
   const VcpuCosts& costs_;
   const VmxConfig& vmx_;

@@ -82,7 +82,7 @@ void Vcpu::send_icr_ipi(Tsc now) {
                                    static_cast<std::uint32_t>(exit_step_.value >> 32), now);
   // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
   // handle_fastpath_set_msr_irqoff).
-  ctx().obs.msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
   if (state_ == State::Fastpath) {
     pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
   } else {

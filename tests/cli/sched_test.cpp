@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/sched/sched_invariants.h"
+#include "sim/checks/sched_invariants.h"
 #include "tests/cli/cli_runner.h"
 
 using namespace kvmsim::test;

@@ -3,7 +3,7 @@
 #include <csignal>
 #include <ctime>
 
-#include "sim/core/run_guard.h"
+#include "sim/checks/run_guard.h"
 
 namespace kvmsim::cli {
 

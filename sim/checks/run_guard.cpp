@@ -1,4 +1,4 @@
-#include "sim/core/run_guard.h"
+#include "sim/checks/run_guard.h"
 
 #include <chrono>
 #include <cstdio>
@@ -7,9 +7,31 @@
 
 #include <systemc>
 
+#include "sim/core/model_signals.h"
+#include "sim/lapic/lapic_signals.h"
+#include "sim/vmx/kvm_signals.h"
+
 namespace kvmsim {
 
 volatile std::sig_atomic_t detail::g_stop_requested = 0;
+
+void RunGuard::connect(SignalRegistry& signals) {
+  auto& model = signals.get<ModelSignals>();
+  model.segment.connect<&RunGuard::on_segment>(this);
+  model.timer_armed.connect<&RunGuard::on_timer_armed>(this);
+  model.latency_sample.connect<&RunGuard::on_latency_sample>(this);
+  auto& kvm = signals.get<KvmSignals>();
+  kvm.kvm_exit.connect<&RunGuard::on_vmexit>(this);
+  kvm.kvm_entry.connect<&RunGuard::on_vmentry>(this);
+  kvm.vcpu_block.connect<&RunGuard::on_vcpu_block>(this);
+  kvm.kvm_vcpu_wakeup.connect<&RunGuard::on_vcpu_wakeup>(this);
+  kvm.kvm_msr_write.connect<&RunGuard::on_msr_write>(this);
+  auto& lapic = signals.get<LapicSignals>();
+  lapic.kvm_hv_timer_state.connect<&RunGuard::on_hv_timer_state>(this);
+  lapic.kvm_wait_lapic_expire.connect<&RunGuard::on_wait_lapic_expire>(this);
+  lapic.kvm_apic_accept_irq.connect<&RunGuard::on_apic_accept_irq>(this);
+  lapic.kvm_apic_accept_ipi.connect<&RunGuard::on_apic_accept_ipi>(this);
+}
 
 void RunGuard::stop() {
   if (stopped_) return;

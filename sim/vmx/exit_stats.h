@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "sim/core/observer.h"
+#include "sim/vmx/exit_reason.h"
+#include "sim/vmx/kvm_signals.h"
 
 namespace kvmsim {
 
@@ -16,15 +18,20 @@ struct ExitReasonStats {
   Tsc total = 0, min = kTscNever, max = 0;
 };
 
-class ExitStats final : public ModelObserver {
+class ExitStats final : public Observer {
  public:
-  void on_vmexit(int vcpu, int /*pcpu*/, ExitReason r, Tsc t) override {
+  void connect(SignalRegistry& signals) {
+    auto& kvm = signals.get<KvmSignals>();
+    kvm.kvm_exit.connect<&ExitStats::on_vmexit>(this);
+    kvm.kvm_entry.connect<&ExitStats::on_vmentry>(this);
+  }
+  void on_vmexit(int vcpu, int /*pcpu*/, ExitReason r, Tsc t) {
     auto& s = slot(vcpu);
     s.reason = static_cast<int>(r);
     s.at = t;
     s.open = true;
   }
-  void on_vmentry(int vcpu, int /*pcpu*/, Tsc t) override {
+  void on_vmentry(int vcpu, int /*pcpu*/, Tsc t) {
     auto& s = slot(vcpu);
     if (!s.open) return;
     s.open = false;

@@ -10,8 +10,9 @@
 #include <functional>
 #include <string>
 
-#include "sim/core/fingerprint.h"
-#include "sim/core/invariants.h"
+#include "sim/checks/fingerprint.h"
+#include "sim/checks/invariant_observer.h"
+#include "sim/core/observer.h"
 
 namespace kvmsim {
 
@@ -22,43 +23,48 @@ extern volatile std::sig_atomic_t g_stop_requested;
 inline void request_stop() { detail::g_stop_requested = 1; }
 inline bool stop_requested() { return detail::g_stop_requested != 0; }
 
-class RunGuard final : public ModelObserver {
+class RunGuard final : public Observer {
  public:
-  void on_segment(int pcpu, Stage s, Tsc b, Tsc e) override {
+  // The model signals, the vCPU's and the LAPIC's tracepoints (not the
+  // scheduler's, not kvm_pv_tlb_flush: their runs keep their fingerprints).
+  void connect(SignalRegistry& signals) override;
+
+  void on_segment(int pcpu, Stage s, Tsc b, Tsc e) {
     fp_.on_segment(pcpu, s, b, e);
     inv_.on_segment(pcpu, s, b, e);
     if (stop_requested()) stop();
     if (!(++segments_ & kPaceStride) && pace_) check_pace();
   }
-  void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) override {
+  void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
     fp_.on_vmexit(v, pcpu, r, t);
     inv_.on_vmexit(v, pcpu, r, t);
   }
-  void on_vmentry(int v, int pcpu, Tsc t) override {
+  void on_vmentry(int v, int pcpu, Tsc t) {
     fp_.on_vmentry(v, pcpu, t);
     inv_.on_vmentry(v, pcpu, t);
   }
-  void on_timer_armed(int v, int pcpu, Tsc d) override {
+  void on_timer_armed(int v, int pcpu, Tsc d) {
     fp_.on_timer_armed(v, pcpu, d);
     inv_.on_timer_armed(v, pcpu, d);
   }
-  void on_latency_sample(int v, int pcpu, Tsc d, Tsc t, std::int64_t ns) override {
+  void on_latency_sample(int v, int pcpu, Tsc d, Tsc t, std::int64_t ns) {
     fp_.on_latency_sample(v, pcpu, d, t, ns);
     inv_.on_latency_sample(v, pcpu, d, t, ns);
     ++samples_;
   }
-  void on_vcpu_block(int v, int pcpu, Tsc t) override { fp_.on_vcpu_block(v, pcpu, t); }
-  void on_vcpu_wakeup(int v, bool waited, std::int64_t ns, Tsc t) override {
+  void on_vcpu_block(int v, int pcpu, Tsc t) { fp_.on_vcpu_block(v, pcpu, t); }
+  void on_vcpu_wakeup(int v, bool waited, std::int64_t ns, Tsc t) {
     fp_.on_vcpu_wakeup(v, waited, ns, t);
   }
-  void on_hv_timer_state(int v, bool on, Tsc t) override { fp_.on_hv_timer_state(v, on, t); }
-  void on_wait_lapic_expire(int v, std::int64_t delta, Tsc t) override {
+  void on_hv_timer_state(int v, bool on, Tsc t) { fp_.on_hv_timer_state(v, on, t); }
+  void on_wait_lapic_expire(int v, std::int64_t delta, Tsc t) {
     fp_.on_wait_lapic_expire(v, delta, t);
   }
-  void on_apic_accept_irq(int v, std::uint8_t vec, Tsc t) override {
-    fp_.on_apic_accept_irq(v, vec, t);
+  void on_apic_accept_irq(int v, std::uint8_t vec, Tsc t) { fp_.on_apic_accept_irq(v, vec, t); }
+  void on_apic_accept_ipi(int /*sender*/, int target, std::uint8_t vec, Tsc t) {
+    fp_.on_apic_accept_irq(target, vec, t);
   }
-  void on_msr_write(int v, std::uint32_t msr, std::uint64_t value, Tsc t) override {
+  void on_msr_write(int v, std::uint32_t msr, std::uint64_t value, Tsc t) {
     fp_.on_msr_write(v, msr, value, t);
   }
 

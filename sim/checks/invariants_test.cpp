@@ -1,10 +1,10 @@
-// The run-time invariants (sim/core/invariants.h) catch the impossible
-// trajectories they describe, and stay quiet on a sound one.
-#include "sim/core/invariants.h"
+// The run-time invariants (sim/core/invariants.h, sim/checks/invariant_observer.h) catch the
+// impossible trajectories they describe, and stay quiet on a sound one.
+#include "sim/checks/invariant_observer.h"
 
 #include <catch2/catch.hpp>
 
-#include "sim/core/fingerprint.h"
+#include "sim/checks/fingerprint.h"
 
 using kvmsim::ExitReason;
 using kvmsim::FingerprintObserver;

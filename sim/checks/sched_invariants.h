@@ -12,17 +12,23 @@
 
 #include "sim/core/metrics.h"
 #include "sim/core/observer.h"
+#include "sim/sched/sched_signals.h"
+#include "sim/vmx/kvm_signals.h"
 
 namespace kvmsim {
 
-class SchedInvariants : public ModelObserver, public MetricSource {
+class SchedInvariants : public Observer, public MetricSource {
  public:
   // vcpu_pid[i]: the pid of vCPU i's thread.
   explicit SchedInvariants(std::vector<int> vcpu_pid) : vcpu_pid_(std::move(vcpu_pid)) {}
 
+  void connect(SignalRegistry& signals) override {
+    signals.get<SchedSignals>().sched_switch.connect<&SchedInvariants::on_sched_switch>(this);
+    signals.get<KvmSignals>().kvm_entry.connect<&SchedInvariants::on_vmentry>(this);
+  }
   void on_sched_switch(int pcpu, const std::string& /*prev_comm*/, int prev_pid, int /*prev_prio*/,
                        bool /*prev_runnable*/, const std::string& /*next_comm*/, int next_pid,
-                       int /*next_prio*/, Tsc t) override {
+                       int /*next_prio*/, Tsc t) {
     const int cur = running(pcpu);
     if (cur != prev_pid)
       fail(t, "pCPU " + std::to_string(pcpu) + " switched out pid " + std::to_string(prev_pid) +
@@ -37,7 +43,7 @@ class SchedInvariants : public ModelObserver, public MetricSource {
     }
     slot(running_, pcpu) = next_pid;
   }
-  void on_vmentry(int vcpu, int pcpu, Tsc t) override {
+  void on_vmentry(int vcpu, int pcpu, Tsc t) {
     const int pid = vcpu_pid_.at(static_cast<std::size_t>(vcpu));
     if (running(pcpu) != pid)
       fail(t, "vCPU " + std::to_string(vcpu) + " entered guest mode on pCPU " +

@@ -1,0 +1,63 @@
+// What the event stream shows, checked in every run (cheap: a compare per
+// event; RunGuard calls it):
+//   - simulated time never goes back (each pCPU's segments are in order and
+//     never overlap: a pCPU runs one thread at a time);
+//   - a vCPU is on one pCPU: its VM exit happens on the pCPU it entered on,
+//     exits and entries alternate;
+//   - every latency sample is for a deadline that was armed on that vCPU and
+//     is delivered once.
+// A violation goes to invariant_failed() (sim/core/invariants.h).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/core/invariants.h"
+#include "sim/core/stage.h"
+#include "sim/core/time.h"
+#include "sim/vmx/exit_reason.h"
+
+namespace kvmsim {
+
+class InvariantObserver {
+ public:
+  // The per-event checks are inline (they run on every event); what they
+  // report is not.
+  void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) {
+    const auto i = static_cast<std::size_t>(pcpu);
+    if (i >= pcpu_end_.size()) pcpu_end_.resize(i + 1, 0);
+    if (end < begin || begin < pcpu_end_[i]) segment_out_of_order(pcpu, stage, begin, end);
+    if (end > pcpu_end_[i]) pcpu_end_[i] = end;
+  }
+  void on_vmexit(int v, int pcpu, ExitReason reason, Tsc) {
+    auto& s = vcpu(v);
+    if (s.in_guest_on != pcpu) exit_elsewhere(v, pcpu, reason);
+    s.in_guest_on = -1;
+  }
+  void on_vmentry(int v, int pcpu, Tsc) {
+    auto& s = vcpu(v);
+    if (s.in_guest_on >= 0) entry_in_guest(v, pcpu);
+    s.in_guest_on = pcpu;
+  }
+  void on_timer_armed(int vcpu, int pcpu, Tsc deadline);
+  void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns);
+
+ private:
+  struct VcpuState {
+    int in_guest_on = -1;   // pCPU the vCPU entered on, -1 in root mode
+    std::deque<Tsc> armed;  // deadlines armed, not yet delivered (oldest first)
+  };
+  VcpuState& vcpu(int v) {
+    const auto i = static_cast<std::size_t>(v);
+    if (i >= vcpus_.size()) vcpus_.resize(i + 1);
+    return vcpus_[i];
+  }
+  void segment_out_of_order(int pcpu, Stage stage, Tsc begin, Tsc end) const;
+  void exit_elsewhere(int v, int pcpu, ExitReason reason) const;
+  void entry_in_guest(int v, int pcpu) const;
+  std::vector<Tsc> pcpu_end_;  // end of the last segment per pCPU
+  std::vector<VcpuState> vcpus_;
+};
+
+}  // namespace kvmsim

@@ -1,0 +1,68 @@
+// The observers every run has: exit statistics (sim/vmx/exit_stats.h), the
+// latency breakdown (sim/core/breakdown.h) and the run guard (fingerprint,
+// invariants, a signal's stop request: sim/checks/run_guard.h). They hang on
+// the hottest signals (a segment per model step), so they share one
+// connection per signal and are called inline from it, in this order:
+// exit statistics, breakdown, guard.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/checks/run_guard.h"
+#include "sim/core/breakdown.h"
+#include "sim/core/model_signals.h"
+#include "sim/core/observer.h"
+#include "sim/lapic/lapic_signals.h"
+#include "sim/vmx/exit_stats.h"
+#include "sim/vmx/kvm_signals.h"
+
+namespace kvmsim {
+
+class CoreObservers final : public Observer {
+ public:
+  ExitStats exit_stats;
+  LatencyBreakdown breakdown;
+  RunGuard guard;
+
+  void connect(SignalRegistry& signals) override {
+    auto& model = signals.get<ModelSignals>();
+    model.segment.connect<&CoreObservers::on_segment>(this);
+    model.timer_armed.connect<&CoreObservers::on_timer_armed>(this);
+    model.latency_sample.connect<&CoreObservers::on_latency_sample>(this);
+    auto& kvm = signals.get<KvmSignals>();
+    kvm.kvm_exit.connect<&CoreObservers::on_vmexit>(this);
+    kvm.kvm_entry.connect<&CoreObservers::on_vmentry>(this);
+    kvm.vcpu_block.connect<&RunGuard::on_vcpu_block>(&guard);
+    kvm.kvm_vcpu_wakeup.connect<&RunGuard::on_vcpu_wakeup>(&guard);
+    kvm.kvm_msr_write.connect<&RunGuard::on_msr_write>(&guard);
+    auto& lapic = signals.get<LapicSignals>();
+    lapic.kvm_hv_timer_state.connect<&RunGuard::on_hv_timer_state>(&guard);
+    lapic.kvm_wait_lapic_expire.connect<&RunGuard::on_wait_lapic_expire>(&guard);
+    lapic.kvm_apic_accept_irq.connect<&RunGuard::on_apic_accept_irq>(&guard);
+    lapic.kvm_apic_accept_ipi.connect<&RunGuard::on_apic_accept_ipi>(&guard);
+  }
+
+ private:
+  void on_segment(int pcpu, Stage s, Tsc b, Tsc e) {
+    breakdown.on_segment(pcpu, s, b, e);
+    guard.on_segment(pcpu, s, b, e);
+  }
+  void on_timer_armed(int v, int pcpu, Tsc d) {
+    breakdown.on_timer_armed(v, pcpu, d);
+    guard.on_timer_armed(v, pcpu, d);
+  }
+  void on_latency_sample(int v, int pcpu, Tsc d, Tsc t, std::int64_t ns) {
+    breakdown.on_latency_sample(v, pcpu, d, t, ns);
+    guard.on_latency_sample(v, pcpu, d, t, ns);
+  }
+  void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
+    exit_stats.on_vmexit(v, pcpu, r, t);
+    guard.on_vmexit(v, pcpu, r, t);
+  }
+  void on_vmentry(int v, int pcpu, Tsc t) {
+    exit_stats.on_vmentry(v, pcpu, t);
+    guard.on_vmentry(v, pcpu, t);
+  }
+};
+
+}  // namespace kvmsim

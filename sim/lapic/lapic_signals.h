@@ -1,0 +1,28 @@
+// The tracepoints the in-kernel LAPIC fires (arch/x86/kvm/trace.h), as open
+// signals (sim/core/signal.h).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/signal.h"
+#include "sim/core/time.h"
+
+namespace kvmsim {
+
+struct LapicSignals {
+  // kvm_hv_timer_state: the LAPIC timer moved to (or off) the VMX preemption
+  // timer: (vcpu, hv_timer, t).
+  Signal<int, bool, Tsc> kvm_hv_timer_state;
+  // kvm_wait_lapic_expire: delta = guest TSC - deadline (< 0: early): (vcpu, delta, t).
+  Signal<int, std::int64_t, Tsc> kvm_wait_lapic_expire;
+  // kvm_apic_accept_irq: __apic_accept_irq() accepted a vector of the vCPU's
+  // own LAPIC (its timer) into the (v)IRR: (vcpu, vector, t).
+  Signal<int, std::uint8_t, Tsc> kvm_apic_accept_irq;
+  // kvm_apic_accept_irq for an IPI: accepted into `target`'s LAPIC by
+  // `sender`'s thread: (sender, target, vector, t).
+  Signal<int, int, std::uint8_t, Tsc> kvm_apic_accept_ipi;
+  // kvm_apic_ipi: kvm_apic_send_ipi() (ICR low word, destination): (vcpu, icr_low, dest_id, t).
+  Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_ipi;
+};
+
+}  // namespace kvmsim

@@ -1,0 +1,38 @@
+// The tracepoints of KVM's x86 core and of vmx.c that the vCPU fires
+// (trace/events/kvm.h, arch/x86/kvm/trace.h), as open signals
+// (sim/core/signal.h): trace, statistics, views and checks connect to them.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/signal.h"
+#include "sim/core/time.h"
+#include "sim/vmx/exit_reason.h"
+
+namespace kvmsim {
+
+struct KvmSignals {
+  // kvm_exit: (vcpu, pcpu, reason, t).
+  Signal<int, int, ExitReason, Tsc> kvm_exit;
+  // kvm_entry: (vcpu, pcpu, t).
+  Signal<int, int, Tsc> kvm_entry;
+  // kvm_vcpu_halt() starts polling kvm_vcpu_check_block() (halt polling); it
+  // ends with kvm_vcpu_wakeup (waited = false) or vcpu_block: (vcpu, pcpu, t).
+  Signal<int, int, Tsc> vcpu_poll;
+  // The vCPU thread schedules out in kvm_vcpu_block(): (vcpu, pcpu, t).
+  Signal<int, int, Tsc> vcpu_block;
+  // kvm_vcpu_wakeup: the thread returns from kvm_vcpu_block() after `ns`
+  // (waited = it slept, not polled): (vcpu, waited, ns, t).
+  Signal<int, bool, std::int64_t, Tsc> kvm_vcpu_wakeup;
+  // kvm_halt_poll_ns: the poll window grew or shrank: (vcpu, grow, new_ns, old_ns, t).
+  Signal<int, bool, std::uint32_t, std::uint32_t, Tsc> kvm_halt_poll_ns;
+  // kvm_hypercall: kvm_emulate_hypercall(): (vcpu, nr, a0, a1, t).
+  Signal<int, std::uint64_t, std::uint64_t, std::uint64_t, Tsc> kvm_hypercall;
+  // kvm_msr, a write: (vcpu, msr, value, t).
+  Signal<int, std::uint32_t, std::uint64_t, Tsc> kvm_msr_write;
+  // kvm_pv_tlb_flush: record_steal_time() with KVM_FEATURE_PV_TLB_FLUSH,
+  // whether the guest had set KVM_VCPU_FLUSH_TLB: (vcpu, need_flush_tlb, t).
+  Signal<int, bool, Tsc> kvm_pv_tlb_flush;
+};
+
+}  // namespace kvmsim
