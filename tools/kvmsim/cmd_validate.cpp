@@ -250,8 +250,8 @@ std::string legend_line(const Experiment& e, const std::string& scenario,
   if (markdown)
     return "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs +
            "\n  - source: " + e.source + "\n";
-  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs + "\n    source: " +
-         e.source + "\n";
+  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs +
+         "\n    source: " + e.source + "\n";
 }
 
 // --experiment: the experiments asked for (all when none is named).
@@ -552,20 +552,21 @@ int run_list(const ValidateOptions& o) {
     std::vector<validate::Row> rows;
     for (const validate::Check& c : e.checks) {
       ++figures;
-      const validate::Verdict v = validate::evaluate(c.tolerance, c.published, validate::kNaN,
-                                                     c.unit, c.decimals);
+      const validate::Verdict v =
+          validate::evaluate(c.tolerance, c.published, validate::kNaN, c.unit, c.decimals);
       validate::Row r;
       r.experiment = e.id;
       r.setting = validate::setting_label(e, c);
       r.metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
-      r.published = std::isnan(c.published) ? "-" : validate::format_number(c.published, c.decimals);
+      r.published =
+          std::isnan(c.published) ? "-" : validate::format_number(c.published, c.decimals);
       r.tolerance = v.tolerance;
       if (c.quick_tolerance)
-        r.tolerance += " (--quick: " +
-                       validate::evaluate(*c.quick_tolerance, c.published, validate::kNaN, c.unit,
-                                          c.decimals)
-                           .tolerance +
-                       ")";
+        r.tolerance +=
+            " (--quick: " +
+            validate::evaluate(*c.quick_tolerance, c.published, validate::kNaN, c.unit, c.decimals)
+                .tolerance +
+            ")";
       r.simulated = c.calibration ? "calibration" : "validation";
       rows.push_back(std::move(r));
     }

@@ -65,8 +65,9 @@ Tolerance tolerance(const std::string& origin, const YAML::Node& n, const std::s
   if (n.IsScalar() && n.as<std::string>() == "exact") return Tolerance::exact();
   if (!n.IsMap() || n.size() != 1)
     fail(origin, n,
-         ctx + " must be exact or one of {relative: f}, {absolute: d}, {at_most: d}, "
-               "{factor: f}, {offset: [lo, hi]}");
+         ctx +
+             " must be exact or one of {relative: f}, {absolute: d}, {at_most: d}, "
+             "{factor: f}, {offset: [lo, hi]}");
   const auto kind = n.begin()->first.as<std::string>();
   const YAML::Node v = n.begin()->second;
   if (kind == "offset") {
@@ -147,7 +148,8 @@ PublishedHistogram parse_histogram(const std::string& origin, const YAML::Node& 
     if (!a) fail(origin, n, ctx + ": above: " + series + " missing");
     h.above[series] = static_cast<std::uint64_t>(number(origin, a, ctx + ": above"));
     if (sum + h.above[series] != h.loops)
-      fail(origin, kv.second, ctx + ": " + series + ": the buckets and above do not add up to loops");
+      fail(origin, kv.second,
+           ctx + ": " + series + ": the buckets and above do not add up to loops");
   }
   if (n["above"] && n["above"].size() != c.size())
     fail(origin, n["above"], ctx + ": above names a series without counts");

@@ -33,7 +33,7 @@ struct Figure {
   std::string id;       // unique within its target
   std::string setting;  // the runs it compares with (validate's switch/setting column)
   std::string metric, unit;
-  double value = kNaN;  // NaN when derived or not published
+  double value = kNaN;                             // NaN when derived or not published
   std::optional<std::pair<double, double>> range;  // published as a range (value: its middle)
   std::string derived;                             // how validate computes it, when it does
   Tolerance tolerance;
@@ -47,9 +47,9 @@ struct Figure {
 // A published cyclictest -h histogram: printed buckets, per series.
 struct PublishedHistogram {
   std::uint64_t loops = 0;
-  std::vector<unsigned> bucket_us;                            // the printed buckets
-  std::map<std::string, std::vector<std::uint64_t>> counts;   // per series, per printed bucket
-  std::map<std::string, std::uint64_t> above;                 // samples above the last bucket
+  std::vector<unsigned> bucket_us;                           // the printed buckets
+  std::map<std::string, std::vector<std::uint64_t>> counts;  // per series, per printed bucket
+  std::map<std::string, std::uint64_t> above;                // samples above the last bucket
 
   // Counts of buckets 0..last printed (unprinted buckets 0); throws TargetsError
   // for an unknown series.

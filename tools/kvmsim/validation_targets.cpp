@@ -164,19 +164,17 @@ Check histogram_check(std::size_t run, const std::string& label, const std::stri
 void add_t1_checks(Binder& b, std::size_t run, const PublishedHistogram& h,
                    const std::string& series) {
   const auto bins = h.buckets(series);
-  b.add_derived(
-      histogram_check(
-          run, "mode", "us", 0,
-          [](const LatencyHistogram& x) { return static_cast<double>(mode_bucket(x.counts())); }),
-      series + ".mode", static_cast<double>(mode_bucket(bins)));
-  b.add(histogram_check(
-            run, "min", "us", 0,
-            [](const LatencyHistogram& x) { return static_cast<double>(x.min_us()); }),
-        series + ".min");
-  b.add_derived(histogram_check(run, "mean over bins 3-12", "us", 2,
+  b.add_derived(histogram_check(run, "mode", "us", 0,
                                 [](const LatencyHistogram& x) {
-                                  return mean_over_buckets(x.counts(), 3, 12);
+                                  return static_cast<double>(mode_bucket(x.counts()));
                                 }),
+                series + ".mode", static_cast<double>(mode_bucket(bins)));
+  b.add(histogram_check(run, "min", "us", 0,
+                        [](const LatencyHistogram& x) { return static_cast<double>(x.min_us()); }),
+        series + ".min");
+  b.add_derived(histogram_check(
+                    run, "mean over bins 3-12", "us", 2,
+                    [](const LatencyHistogram& x) { return mean_over_buckets(x.counts(), 3, 12); }),
                 series + ".mean", mean_over_buckets(bins, 3, 12));
   b.add_derived(histogram_check(run, "W1 vs published, bins 3-12", "us", 3,
                                 [bins](const LatencyHistogram& x) {
@@ -184,17 +182,16 @@ void add_t1_checks(Binder& b, std::size_t run, const PublishedHistogram& h,
                                 }),
                 series + ".w1", kNaN);
   const auto loops = static_cast<double>(h.loops);
-  b.add_derived(histogram_check(run, "samples > 12 us per " + std::to_string(h.loops), "", 0,
-                                [loops](const LatencyHistogram& x) {
-                                  std::uint64_t upto12 = 0;
-                                  for (std::size_t k = 0; k <= 12 && k < x.buckets(); ++k)
-                                    upto12 += x.count(k);
-                                  const auto n = static_cast<double>(x.samples());
-                                  return n > 0 ? static_cast<double>(x.samples() - upto12) / n *
-                                                     loops
-                                               : kNaN;
-                                }),
-                series + ".above_12", static_cast<double>(h.above_last(series)));
+  b.add_derived(
+      histogram_check(run, "samples > 12 us per " + std::to_string(h.loops), "", 0,
+                      [loops](const LatencyHistogram& x) {
+                        std::uint64_t upto12 = 0;
+                        for (std::size_t k = 0; k <= 12 && k < x.buckets(); ++k)
+                          upto12 += x.count(k);
+                        const auto n = static_cast<double>(x.samples());
+                        return n > 0 ? static_cast<double>(x.samples() - upto12) / n * loops : kNaN;
+                      }),
+      series + ".above_12", static_cast<double>(h.above_last(series)));
 }
 
 void t1(Experiment& e, Binder& b, const Target& t) {
@@ -326,7 +323,9 @@ void pvq(Experiment& e, Binder& b, const Target& t) {
   const std::size_t b3r = run(3, kBoth, true);
   e.quick_sets = {"sim.max_simulated_s=0.2"};
   const std::string key = "ebizzy.records_per_s";
-  const auto rate = [&](std::size_t r, const std::string& id) { b.add(metric_check(r, key, 0), id); };
+  const auto rate = [&](std::size_t r, const std::string& id) {
+    b.add(metric_check(r, key, 0), id);
+  };
   rate(at[kD73][1], "d73.vms1");
   rate(at[kD73][2], "d73.vms2");
   rate(at[kD73][3], "d73.vms3");
@@ -413,7 +412,7 @@ using Builder = void (*)(Experiment&, Binder&, const Target&);
 
 const std::vector<std::pair<std::string, Builder>>& builders() {
   static const std::vector<std::pair<std::string, Builder>> b = {
-      {"T1", t1}, {"T2", t2},  {"T3", t3},   {"T4", t4},  {"T4L", t4l},
+      {"T1", t1},   {"T2", t2}, {"T3", t3},   {"T4", t4},  {"T4L", t4l},
       {"PVQ", pvq}, {"T6", t6}, {"TL2", tl2}, {"TL3", tl3}};
   return b;
 }
