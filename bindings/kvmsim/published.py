@@ -49,7 +49,7 @@ def targets(path=None):
 
     Columns: target, figure, setting, metric, unit, value (NaN where validate derives it;
     a range's middle), range, derived, tolerance, quick_tolerance, calibration, gated,
-    figure_source, title, scenario and the target's source fields (reference, author,
+    figure_source, note, title, scenario and the target's source fields (reference, author,
     date, host, kernel, guest, notes).
     """
     rows = []
@@ -64,6 +64,7 @@ def targets(path=None):
                 "quick_tolerance": f.get("quick_tolerance"),
                 "calibration": bool(f.get("calibration", False)),
                 "gated": bool(t.get("gated", True)), "figure_source": f.get("source"),
+                "note": f.get("note"),
                 "title": t["title"], "scenario": t["scenario"],
                 **{k: (None if src.get(k) is None else str(src.get(k))) for k in _SOURCE_FIELDS},
             })
