@@ -21,6 +21,7 @@
 #include "sim/model_params.h"
 #include "sim/trace/trace_parse.h"
 #include "sim/trace/trace_stats.h"
+#include "tools/kvmsim/published_targets.h"
 
 namespace py = pybind11;
 using namespace kvmsim;
@@ -296,6 +297,9 @@ PYBIND11_MODULE(_kvmsim, m) {
     }
   });
 
+  m.def(
+      "targets_yaml", [] { return kvmsim::validate::embedded_targets_text(); },
+      "validation/targets.yaml as built into this package (the published figures)");
   m.def("param_declarations", &param_declarations, "Every declared parameter, as dicts");
   m.def("resolve", &resolve, py::arg("scenario"), py::arg("overrides"),
         "[(key, text, origin)] of a scenario ('' = defaults) with key=value overrides");

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/kvmsim/published_targets.h"
+
 namespace kvmsim::test {
 
 struct CliResult {
@@ -80,6 +82,15 @@ inline nlohmann::json run_metrics(const std::string& name, const std::string& ar
   const auto r = run_cli("run " + args + " -q --out " + dir.string());
   if (r.exit_code != 0) throw std::runtime_error("kvmsim run " + args + " failed:\n" + r.output);
   return read_json(dir / "summary.json").at("metrics");
+}
+
+// A published figure of validation/targets.yaml (the built-in copy); throws
+// when the target or figure is missing.
+inline const validate::Figure& published_figure(const std::string& target, const std::string& id) {
+  const validate::Target* t = validate::embedded_targets().find(target);
+  const validate::Figure* f = t ? t->figure(id) : nullptr;
+  if (!f) throw std::runtime_error("no published figure " + target + " " + id);
+  return *f;
 }
 
 }  // namespace kvmsim::test

@@ -82,9 +82,9 @@ TEST_CASE("compare: unreadable or unparsable input exits 2 and names the file", 
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Catch::Contains("tests/golden/no_such_file.txt: cannot read"));
 
-  const auto bad = run_cli("compare tests/data/t1_published.csv " + kGoldenOn);
+  const auto bad = run_cli("compare scenarios/cyclictest_pinned.yaml " + kGoldenOn);
   CHECK(bad.exit_code == 2);
-  CHECK_THAT(bad.output, Catch::Contains("tests/data/t1_published.csv: LINE "));
+  CHECK_THAT(bad.output, Catch::Contains("scenarios/cyclictest_pinned.yaml: LINE "));
 }
 
 TEST_CASE("compare: real cyclictest fixtures", "[cli][compare]") {

@@ -122,6 +122,7 @@ TEST_CASE(
   CHECK(m.at("vcpu.kicks_lost") == 0);
   // Two switches per IPI at least: sender -> target (woken), target -> sender (HLT).
   CHECK(m.at("host.sched.context_switches").get<double>() >= 2 * sent);
-  // Sharing the pCPU costs the context switches: far slower than on two pCPUs.
-  CHECK(m.at("vmexit.ipi.cycles").get<double>() > 2 * 4238);
+  // Sharing the pCPU costs the context switches: far slower than on two pCPUs
+  // (T6's published figure).
+  CHECK(m.at("vmexit.ipi.cycles").get<double>() > 2 * published_figure("T6", "no_fastpath").value);
 }

@@ -12,6 +12,7 @@
 
 #include "sim/core/histogram.h"
 #include "tests/cli/cli_runner.h"
+#include "tools/kvmsim/published_targets.h"
 
 using namespace kvmsim;
 using namespace kvmsim::test;
@@ -20,18 +21,15 @@ namespace {
 
 constexpr int kLoops = 60000;
 
-// bucket -> count, "> 12 us" in bucket 13.
+// bucket -> count, "> 12 us" in bucket 13 (validation/targets.yaml, T1).
 std::vector<std::uint64_t> published(bool hv_on) {
-  std::vector<std::uint64_t> c(14, 0);
-  std::ifstream f(std::string(KVMSIM_SOURCE_DIR) + "/tests/data/t1_published.csv");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#' || line[0] == 'b') continue;
-    unsigned b = 0;
-    unsigned long long on = 0, off = 0;
-    if (std::sscanf(line.c_str(), "%u,%llu,%llu", &b, &on, &off) == 3 && b < c.size())
-      c[b] = hv_on ? on : off;
-  }
+  const auto* t = validate::embedded_targets().find("T1");
+  REQUIRE(t);
+  REQUIRE(t->histogram);
+  const std::string series = hv_on ? "hv_on" : "hv_off";
+  auto c = t->histogram->buckets(series);
+  REQUIRE(c.size() == 13);
+  c.push_back(t->histogram->above_last(series));
   return c;
 }
 
@@ -79,12 +77,16 @@ void check_against_published(bool hv_on) {
   CHECK(w1 <= 0.3);
   // Min: exact for the hv timer; the hrtimer path's published min (5 us) is
   // 42 samples in 600000, so a 60000-loop run may stop one bucket higher.
-  const std::int64_t pub_min = hv_on ? 4 : 5;
+  const auto* t1 = validate::embedded_targets().find("T1");
+  const auto* min_fig = t1->figure(hv_on ? "hv_on.min" : "hv_off.min");
+  REQUIRE(min_fig);
+  const auto pub_min = static_cast<std::int64_t>(min_fig->value);
   CHECK(s.min_us >= pub_min);
   CHECK(s.min_us <= pub_min + (hv_on ? 0 : 1));
   // Tail beyond 12 us within a factor 3 (published: 74 and 382 of 600000),
   // with Poisson slack for the shorter run.
-  const double pub_tail = static_cast<double>(pub[13]) / 600000.0 * kLoops;
+  const double pub_tail =
+      static_cast<double>(pub[13]) / static_cast<double>(t1->histogram->loops) * kLoops;
   INFO("samples > 12 us: sim " << s.above12 << " expected " << pub_tail);
   CHECK(static_cast<double>(s.above12) <= 3 * pub_tail + 3 * std::sqrt(3 * pub_tail));
   CHECK(static_cast<double>(s.above12) >= pub_tail / 3 - 3 * std::sqrt(pub_tail / 3));

@@ -3,6 +3,8 @@
 // evaluation behind it ([validate-unit]).
 #include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/cli/cli_runner.h"
+#include "tools/kvmsim/published_targets.h"
 #include "tools/kvmsim/validation.h"
 
 using namespace kvmsim;
@@ -364,4 +367,90 @@ TEST_CASE("validate --sensitivity: durations in a cost's text scale, weights and
   row.minus = 999;
   row.plus = 1001;
   CHECK_FALSE(sensitivity_moves(row, 0.1));
+}
+
+namespace {
+
+// A copy of the built-in validation/targets.yaml with `from` replaced by `to`
+// (which must occur), in the test's temp directory.
+std::string targets_copy(const std::string& name, const std::string& from, const std::string& to) {
+  std::string text = embedded_targets_text();
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  const auto dir = out_dir(name);
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "targets.yaml";
+  std::ofstream(path, std::ios::binary) << text;
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("validate --list: every published figure, each used by a check", "[cli][validate-unit]") {
+  const auto r = run_cli("validate --list");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  // One figure per row of the table (21 calibration, 40 validation).
+  CHECK(r.output.find("\n61 published figures (validation/targets.yaml, built in)\n") !=
+        std::string::npos);
+  std::size_t figures = 0;
+  for (const auto& e : validation_targets()) figures += e.checks.size();
+  CHECK(figures == 61);
+  std::size_t in_file = 0;
+  for (const auto& t : embedded_targets().targets) in_file += t.figures.size();
+  CHECK(in_file == figures);
+  CHECK(r.output.find("    source: ") != std::string::npos);
+  CHECK(r.output.find("exact (--quick: 0 to +1)") != std::string::npos);
+}
+
+TEST_CASE("validate --targets: a figure validate does not use, or lacks, is an error",
+          "[cli][validate-unit]") {
+  SECTION("a renamed figure: the old id missing, the new one unused") {
+    const auto f = targets_copy("targets-renamed", "{id: advance,", "{id: advance2,");
+    const auto r = run_cli("validate --list --targets " + f);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("does not match validate's checks"));
+    CHECK_THAT(r.output, Catch::Contains("T2: figure advance missing"));
+    CHECK_THAT(r.output, Catch::Contains("T2: figure advance2 is not used by validate"));
+  }
+  SECTION("a metric that is not the one compared") {
+    const auto f = targets_copy("targets-metric", "metric: reduction of avg_cycles",
+                                "metric: reduction of max_cycles");
+    const auto r = run_cli("validate --list --targets " + f);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("T2: figure reduction: metric 'reduction of max_cycles'"));
+  }
+  SECTION("an unknown key, with its line") {
+    const auto f = targets_copy("targets-key", "value: 4450,", "valeu: 4450,");
+    const auto r = run_cli("validate --list --targets " + f);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("targets.yaml:"));
+    CHECK_THAT(r.output, Catch::Contains("unknown key 'valeu'"));
+  }
+  SECTION("a file that cannot be read") {
+    const auto r = run_cli("validate --list --targets no/such/targets.yaml");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("no/such/targets.yaml: cannot read"));
+  }
+}
+
+TEST_CASE("validate --targets: a published value changed in the file changes the verdict",
+          "[validate]") {
+  const auto same = targets_copy("targets-same", "value: 4450,", "value: 4450,");
+  const auto moved = targets_copy("targets-moved", "value: 4450,", "value: 2000,");
+  const auto a = run_cli("validate --quick --experiment T2 --targets " + same);
+  const auto b = run_cli("validate --quick --experiment T2 --targets " + moved);
+  INFO(a.output << b.output);
+  CHECK(a.exit_code == 0);
+  CHECK(b.exit_code == 1);
+  const auto row = [](const std::string& out) {
+    for (const auto& r : table_rows(out, false))
+      if (r.find("kvm.hv_timer_advance=false ") != std::string::npos &&
+          r.find("avg_cycles") != std::string::npos)
+        return r;
+    return std::string();
+  };
+  CHECK_THAT(row(a.output), Catch::Contains("4450") && Catch::EndsWith("yes"));
+  CHECK_THAT(row(b.output), Catch::Contains("2000") && Catch::EndsWith("no"));
 }

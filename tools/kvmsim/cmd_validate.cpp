@@ -1,6 +1,7 @@
-// kvmsim validate [--quick] [--markdown] [--jobs N] [--scenarios DIR]
+// kvmsim validate [--quick] [--markdown] [--jobs N] [--scenarios DIR] [--targets FILE] [--list]
 // The simulator's accuracy statement: runs every experiment of
-// validation_targets() whose scenario exists, each paired setting as a child
+// build_experiments() (the published figures of validation/targets.yaml)
+// whose scenario exists, each paired setting as a child
 // `kvmsim run SCENARIO --set ... -q --out DIR` (SystemC elaborates once per
 // process), and prints one table of published vs simulated values with the
 // verdict of each check. Exit status: 0 every check within tolerance, 1 a
@@ -32,6 +33,7 @@
 #include "sim/model_params.h"
 #include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
+#include "tools/kvmsim/published_targets.h"
 #include "tools/kvmsim/validation.h"
 
 namespace kvmsim::cli {
@@ -59,8 +61,14 @@ changes. Then the experiments skipped because their scenario is missing, and
 the wall time. The TL* rows (more points of the T2 family) are reported, not
 gated.
 
+The published figures (values, tolerances, sources) are those of
+validation/targets.yaml as built into this binary; --targets reads another
+copy of that file (same targets and figures, other numbers). --list prints
+every target's source and figures without running anything.
+
 Exit status: 0 every check within tolerance, 1 a check outside it or a run
-failed, 2 the scenarios directory or every scenario is missing.)";
+failed, 2 the scenarios directory or every scenario is missing, or the
+targets file does not match validate's checks.)";
 
 struct ValidateOptions {
   bool quick = false;
@@ -70,7 +78,23 @@ struct ValidateOptions {
   bool sensitivity = false;
   std::vector<std::string> only;  // experiment ids (empty = all)
   double step = 0.10;
+  std::string targets;  // a targets file instead of the built-in one
+  bool list = false;
 };
+
+// The experiments with the published figures of --targets, or of the
+// built-in file; nullptr (after the error) when the file does not match.
+const std::vector<Experiment>* load_experiments(const ValidateOptions& o) {
+  static std::vector<Experiment> loaded;
+  try {
+    if (o.targets.empty()) return &validate::validation_targets();
+    loaded = validate::build_experiments(validate::load_targets_file(o.targets));
+    return &loaded;
+  } catch (const validate::TargetsError& e) {
+    std::cerr << "kvmsim: error: " << e.what() << "\n";
+    return nullptr;
+  }
+}
 
 struct Job {
   std::size_t experiment = 0;  // index into the experiments that run
@@ -223,8 +247,11 @@ std::string legend_line(const Experiment& e, const std::string& scenario,
   for (const auto& s : sets) cmd += " --set " + s;
   std::string runs;
   for (const auto& r : e.runs) runs += (runs.empty() ? "" : ", ") + r.label;
-  if (markdown) return "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs + "\n";
-  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs + "\n";
+  if (markdown)
+    return "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs +
+           "\n  - source: " + e.source + "\n";
+  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs +
+         "\n    source: " + e.source + "\n";
 }
 
 // --experiment: the experiments asked for (all when none is named).
@@ -232,19 +259,19 @@ bool wanted(const ValidateOptions& o, const Experiment& e) {
   return o.only.empty() || std::find(o.only.begin(), o.only.end(), e.id) != o.only.end();
 }
 
-// Every --experiment names an experiment of validation_targets(); an
-// unknown one is an error, not an empty table.
+// Every --experiment names an experiment of validate; an unknown one is an
+// error, not an empty table.
 std::string experiment_ids() {
   std::string ids;
-  for (const Experiment& e : validate::validation_targets())
-    ids += (ids.empty() ? "" : ", ") + e.id;
+  for (const std::string& id : validate::validation_target_ids())
+    ids += (ids.empty() ? "" : ", ") + id;
   return ids;
 }
 
 bool check_experiment_ids(const ValidateOptions& o) {
-  const auto& all = validate::validation_targets();
+  const auto& all = validate::validation_target_ids();
   for (const std::string& id : o.only) {
-    if (std::none_of(all.begin(), all.end(), [&](const Experiment& e) { return e.id == id; })) {
+    if (std::find(all.begin(), all.end(), id) == all.end()) {
       std::cerr << "kvmsim: error: --experiment " << id << ": no such experiment (one of "
                 << experiment_ids() << ")\n";
       return false;
@@ -255,6 +282,8 @@ bool check_experiment_ids(const ValidateOptions& o) {
 
 int run_validate(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<Experiment>* all = load_experiments(o);
+  if (!all) return 2;
   const fs::path dir = o.scenarios;
   if (!fs::is_directory(dir)) {
     std::cerr << "kvmsim: error: scenarios directory '" << o.scenarios
@@ -263,7 +292,7 @@ int run_validate(const ValidateOptions& o) {
   }
   std::vector<const Experiment*> experiments;
   std::vector<std::string> skipped;
-  for (const Experiment& e : validate::validation_targets()) {
+  for (const Experiment& e : *all) {
     if (!wanted(o, e)) continue;
     if (fs::is_regular_file(dir / e.scenario))
       experiments.push_back(&e);
@@ -388,13 +417,15 @@ std::vector<std::pair<std::string, std::string>> cost_parameters(
 // that move printed with their elasticity (d ln figure / d ln cost).
 int run_sensitivity(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<Experiment>* all = load_experiments(o);
+  if (!all) return 2;
   const fs::path dir = o.scenarios;
   if (!fs::is_directory(dir)) {
     std::cerr << "kvmsim: error: scenarios directory '" << o.scenarios << "' not found\n";
     return 2;
   }
   std::vector<const Experiment*> experiments;
-  for (const Experiment& e : validate::validation_targets())
+  for (const Experiment& e : *all)
     if (wanted(o, e) && fs::is_regular_file(dir / e.scenario)) experiments.push_back(&e);
   if (experiments.empty()) {
     std::cerr << "kvmsim: error: no experiment to perturb (see --experiment)\n";
@@ -507,6 +538,54 @@ int run_sensitivity(const ValidateOptions& o) {
   return failed ? 1 : 0;
 }
 
+// validate --list: per experiment its source, runs and published figures,
+// without running anything (exit 2 when the targets file does not match).
+int run_list(const ValidateOptions& o) {
+  const std::vector<Experiment>* all = load_experiments(o);
+  if (!all) return 2;
+  std::string text;
+  std::size_t figures = 0;
+  for (const Experiment& e : *all) {
+    if (!wanted(o, e)) continue;
+    text += e.id + ": " + e.title + (e.checks.empty() || e.checks[0].gated ? "" : " (not gated)") +
+            "\n    scenario: " + e.scenario + "\n    source: " + e.source + "\n";
+    std::vector<validate::Row> rows;
+    for (const validate::Check& c : e.checks) {
+      ++figures;
+      const validate::Verdict v =
+          validate::evaluate(c.tolerance, c.published, validate::kNaN, c.unit, c.decimals);
+      validate::Row r;
+      r.experiment = e.id;
+      r.setting = validate::setting_label(e, c);
+      r.metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
+      r.published =
+          std::isnan(c.published) ? "-" : validate::format_number(c.published, c.decimals);
+      r.tolerance = v.tolerance;
+      if (c.quick_tolerance)
+        r.tolerance +=
+            " (--quick: " +
+            validate::evaluate(*c.quick_tolerance, c.published, validate::kNaN, c.unit, c.decimals)
+                .tolerance +
+            ")";
+      r.simulated = c.calibration ? "calibration" : "validation";
+      rows.push_back(std::move(r));
+    }
+    std::vector<std::vector<std::string>> cells{
+        {"setting", "metric", "published", "tolerance", "role"}};
+    for (const auto& r : rows)
+      cells.push_back({r.setting, r.metric, r.published, r.tolerance, r.simulated});
+    std::string table = validate::render_cells(cells, {false, false, true, false, false}, false);
+    std::istringstream in(table);
+    for (std::string line; std::getline(in, line);) text += "    " + line + "\n";
+    text += "\n";
+  }
+  text += std::to_string(figures) + " published figures (" +
+          (o.targets.empty() ? std::string("validation/targets.yaml, built in") : o.targets) +
+          ")\n";
+  std::cout << text << std::flush;
+  return 0;
+}
+
 }  // namespace
 
 Command add_validate_command(CLI::App& app) {
@@ -528,9 +607,17 @@ Command add_validate_command(CLI::App& app) {
       ->type_name("ID");
   sub->add_option("--step", opts->step, "Relative perturbation for --sensitivity (default 0.1)")
       ->check(CLI::Range(0.001, 0.5));
+  sub->add_option("--targets", opts->targets,
+                  "The published figures from FILE (a copy of validation/targets.yaml) instead "
+                  "of the built-in ones")
+      ->type_name("FILE");
+  sub->add_flag("--list", opts->list,
+                "Print each target's source and published figures (value, tolerance) and exit; "
+                "checks the targets file without running");
   sub->footer(kValidateFooter);
   return {sub, [opts] {
             if (!check_experiment_ids(*opts)) return 2;
+            if (opts->list) return run_list(*opts);
             return opts->sensitivity ? run_sensitivity(*opts) : run_validate(*opts);
           }};
 }

@@ -1,5 +1,6 @@
-// `kvmsim validate`: the published targets (docs/validation.md) as data,
-// and the pure part of checking simulated runs against them.
+// `kvmsim validate`: the experiments that compare runs with the published
+// figures (validation/targets.yaml), and the pure part of checking simulated
+// runs against them.
 //
 // An Experiment is one scenario run once per RunSetting (the paired settings
 // of the switch studied); each Check reads one or more of those runs,
@@ -194,6 +195,7 @@ struct Check {
 struct Experiment {
   std::string id;        // "T1"
   std::string title;     // one line
+  std::string source;    // where its figures were published (one line)
   std::string scenario;  // file name in the scenarios directory
   std::vector<RunSetting> runs;
   std::vector<std::string> full_sets;   // --set for every run of the full validation
@@ -201,8 +203,19 @@ struct Experiment {
   std::vector<Check> checks;
 };
 
-// The published targets (validation_targets.cpp, linked into the CLI only).
+struct PublishedTargets;  // published_targets.h
+
+// The experiments with the published figures of `targets` (validation/targets.yaml)
+// bound to their checks (validation_targets.cpp, linked into the CLI only). Throws
+// TargetsError listing every figure or target that is missing from `targets`, that
+// validate does not use, or whose setting, metric, unit or scenario differs.
+std::vector<Experiment> build_experiments(const PublishedTargets& targets);
+
+// build_experiments() of the built-in copy of validation/targets.yaml.
 const std::vector<Experiment>& validation_targets();
+
+// The ids of the experiments, in table order, without reading any figure.
+const std::vector<std::string>& validation_target_ids();
 
 // "a=x -> y" when both labels share everything up to an '='; "A -> B" otherwise.
 inline std::string transition_label(const std::string& a, const std::string& b) {
