@@ -42,6 +42,7 @@ CASES=(
   "hp_timer|scenarios/halt_poll_timer.yaml --set tscdeadline_latency.size=1000"
   "ipi_pingpong|scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=2000"
   "ipi_pingpong_poll|scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=2000 --set kvm.halt_poll_ns=200000"
+  "ipi_pingpong_guest_haltpoll|scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=2000 --set guest.idle=hlt --set guest.haltpoll_ns=200000"
   "lat_ctx|scenarios/lat_ctx.yaml"
   "overcommit_busy|scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5"
   "timer_storm|scenarios/timer_storm.yaml --set timer_storm.expiries=4000"

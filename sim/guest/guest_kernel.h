@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/core/dist.h"
+#include "sim/guest/haltpoll.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -63,16 +64,8 @@ struct GuestConfig {
   unsigned clocksource_watchdog_ms = 0;
   // CONFIG_NO_HZ_IDLE active (false: nohz=off, the tick runs in idle too).
   bool nohz = true;
-  // cpuidle-haltpoll (drivers/cpuidle/cpuidle-haltpoll.c with the haltpoll
-  // governor, 2019): before HLT the idle loop polls need_resched for the
-  // per-CPU poll_limit_ns, adjusted after each halt; max_ns 0 = not loaded.
-  struct Haltpoll {
-    unsigned max_ns = 0;          // guest_halt_poll_ns
-    unsigned grow = 2;            // guest_halt_poll_grow
-    unsigned grow_start = 50000;  // guest_halt_poll_grow_start
-    unsigned shrink = 2;          // guest_halt_poll_shrink
-    bool allow_shrink = true;     // guest_halt_poll_allow_shrink
-  } haltpoll;
+  // cpuidle-haltpoll (sim/guest/haltpoll.h); max_ns 0 = not loaded.
+  HaltpollConfig haltpoll;
   // Guests before v4.17 (guest.idle_poll_stops_tick): the idle=poll loop
   // also runs tick_nohz_idle_enter()/exit(), so it stops the tick in idle
   // when no timer is due before the next tick, and restarts it (one more
@@ -111,19 +104,17 @@ struct GuestIdleStats {
   std::uint64_t timer_wakeups = 0;    // LAPIC timer interrupts that found the CPU idle
   std::uint64_t timer_wakeup_ns = 0;  // sum of deadline -> hrtimer_interrupt(), ns
   std::uint64_t hlt = 0;              // HLTs executed by the idle loop
-  std::uint64_t polls = 0, poll_hits = 0, poll_timeouts = 0;  // guest haltpoll
-  std::uint64_t poll_ns = 0;                                  // guest time spent polling
-  std::uint64_t grows = 0, shrinks = 0;                       // poll_limit_ns changes
+  HaltpollStats haltpoll;             // cpuidle-haltpoll
   GuestIdleStats& operator+=(const GuestIdleStats& o) {
     timer_wakeups += o.timer_wakeups;
     timer_wakeup_ns += o.timer_wakeup_ns;
     hlt += o.hlt;
-    polls += o.polls;
-    poll_hits += o.poll_hits;
-    poll_timeouts += o.poll_timeouts;
-    poll_ns += o.poll_ns;
-    grows += o.grows;
-    shrinks += o.shrinks;
+    haltpoll.polls += o.haltpoll.polls;
+    haltpoll.poll_hits += o.haltpoll.poll_hits;
+    haltpoll.poll_timeouts += o.haltpoll.poll_timeouts;
+    haltpoll.poll_ns += o.haltpoll.poll_ns;
+    haltpoll.grows += o.haltpoll.grows;
+    haltpoll.shrinks += o.haltpoll.shrinks;
     return *this;
   }
 };
@@ -300,9 +291,9 @@ class GuestKernel : public GuestVcpu {
   Rng& rng() { return rng_; }
   const GuestCosts& costs() const { return costs_; }
   [[nodiscard]] const GuestIdleStats& idle_stats() const { return idle_stats_; }
-  [[nodiscard]] unsigned haltpoll_limit_ns() const { return poll_limit_ns_; }
+  [[nodiscard]] unsigned haltpoll_limit_ns() const { return haltpoll_.limit_ns(); }
   // The idle loop is in the haltpoll governor's poll state (TIF_POLLING_NRFLAG set).
-  [[nodiscard]] bool haltpoll_polling() const { return polling_; }
+  [[nodiscard]] bool haltpoll_polling() const { return haltpoll_.polling(); }
 
  private:
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
@@ -326,8 +317,6 @@ class GuestKernel : public GuestVcpu {
   void check_preempt_curr(GuestTask* woken, Tsc now);  // a wake-up onto this CPU
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
-  void haltpoll_poll_done(Tsc now, bool hit);
-  void adjust_poll_limit(std::uint64_t block_ns);
   void wake_up_local(GuestTask* t);
   void enqueue_woken(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
@@ -407,15 +396,12 @@ class GuestKernel : public GuestVcpu {
 
   // Idle state: HLT executed and no interrupt since; haltpoll's poll state.
   bool in_hlt_ = false;
-  bool polling_ = false;
   bool timer_from_idle_ = false;  // the timer interrupt being handled found the CPU idle
   bool irq_in_idle_ = false;      // an interrupt ended the HLT; the idle loop re-evaluates the tick
   bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
   std::uint64_t idle_enter_ns_ = 0;  // guest ns when the HLT / poll began
-  unsigned poll_limit_ns_ = 0;       // cpuidle_device->poll_limit_ns
-  bool last_state_poll_ = false;     // dev->last_state_idx == 0
-  bool poll_time_limit_ = false;     // dev->poll_time_limit
   GuestIdleStats idle_stats_;
+  GuestHaltpoll haltpoll_{cfg_.haltpoll, idle_stats_.haltpoll};
 
   std::vector<GuestHrtimer*> timers_;
   // TSC deadline written to the LAPIC (0 = none / shut down; kDeadlineFired:

@@ -102,13 +102,13 @@ void report_guest_idle(const std::vector<std::unique_ptr<GuestKernel>>& guests, 
         static_cast<double>(s.timer_wakeup_ns) / 1000.0 / static_cast<double>(s.timer_wakeups);
   }
   if (s.hlt) m["guest.idle.hlt"] = static_cast<double>(s.hlt);
-  if (s.polls) {
-    m["guest.haltpoll.polls"] = static_cast<double>(s.polls);
-    m["guest.haltpoll.hits"] = static_cast<double>(s.poll_hits);
-    m["guest.haltpoll.timeouts"] = static_cast<double>(s.poll_timeouts);
-    m["guest.haltpoll.poll_s"] = static_cast<double>(s.poll_ns) / 1e9;
-    m["guest.haltpoll.grow"] = static_cast<double>(s.grows);
-    m["guest.haltpoll.shrink"] = static_cast<double>(s.shrinks);
+  if (s.haltpoll.polls) {
+    m["guest.haltpoll.polls"] = static_cast<double>(s.haltpoll.polls);
+    m["guest.haltpoll.hits"] = static_cast<double>(s.haltpoll.poll_hits);
+    m["guest.haltpoll.timeouts"] = static_cast<double>(s.haltpoll.poll_timeouts);
+    m["guest.haltpoll.poll_s"] = static_cast<double>(s.haltpoll.poll_ns) / 1e9;
+    m["guest.haltpoll.grow"] = static_cast<double>(s.haltpoll.grows);
+    m["guest.haltpoll.shrink"] = static_cast<double>(s.haltpoll.shrinks);
   }
 }
 
