@@ -12,7 +12,7 @@
 
 #include "sim/checks/sched_invariants.h"
 #include "sim/core/invariants.h"
-#include "sim/guest/workload.h"
+#include "sim/guest/workloads/workload.h"
 #include "sim/sched/host.h"
 #include "sim/sched/host_task.h"
 #include "sim/trace/trace_observer.h"

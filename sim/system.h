@@ -1,6 +1,6 @@
 // A simulated system assembled from parts (gem5's configuration tree): the
 // host (topology, pCPUs, host tick), the VMs (vCPUs with their LAPICs), the
-// workload (from the registry, sim/guest/workload.h) and the observers
+// workload (from the registry, sim/guest/workloads/workload.h) and the observers
 // (statistics, traces, teaching views). Every part reports its own metrics.
 //
 // SystemC elaborates once per process: one System (one run_simulation()) per

@@ -1,5 +1,5 @@
 // Guest kernel and workloads.
-#include "sim/guest/workload.h"
+#include "sim/guest/workloads/workload.h"
 #include "sim/model_params.h"
 
 namespace kvmsim {
@@ -24,7 +24,7 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.pv_spinlock", ParamType::Bool, "true", "bool", {}, {}, {},
              "kvm_spinlock_init(): the guest's queued spinlocks are paravirtual (the host offers "
              "KVM_FEATURE_PV_UNHALT, as KVM does): waiters halt after SPIN_THRESHOLD loops and "
-             "the unlock kicks them with KVM_HC_KICK_CPU (sim/guest/spinlock.h). false = native "
+             "the unlock kicks them with KVM_HC_KICK_CPU (sim/guest/kernel/spinlock.h). false = native "
              "qspinlock (nopvspin). Only workloads with guest spinlocks use it (ebizzy.lock_sections)."});
   r.declare({"guest.virt_spin_lock", ParamType::Bool, "true", "bool", {}, {}, {},
              "Without PV spinlocks (guest.pv_spinlock false) the guest's slow path is "
@@ -161,7 +161,7 @@ void declare_guest_params(ParamRegistry& r) {
              "tick_nohz_idle_stop_tick() when it stops the tick (before the clockevent write)."});
   r.declare({"cost.guest.nohz_restart", ParamType::Dist, "400ns", "time", {}, {}, {},
              "tick_nohz_idle_exit() restarting the tick (before the clockevent write)."});
-  // Guest SMP (sim/guest/guest_smp.cpp). The defaults are estimates (no
+  // Guest SMP (sim/guest/kernel/guest_smp.cpp). The defaults are estimates (no
   // guest-side measurement behind them yet): a few hundred cycles of kernel
   // code each at ~2-3 GHz, in line with the other cost.guest.* values.
   r.declare({"cost.guest.ttwu_remote", ParamType::Dist, "400ns", "time", {}, {}, {},
@@ -182,7 +182,7 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"cost.guest.cacheline_transfer", ParamType::Dist, "60ns", "time", {}, {}, {},
              "A spinning vCPU (csd_lock_wait(), the idle=poll loop) sees another vCPU's store "
              "once the line moves over (estimate; cost.kut.cacheline_transfer is 150 cycles)."});
-  // Remote TLB flush (sim/guest/tlb_flush.cpp), v4.16-v4.17.
+  // Remote TLB flush (sim/guest/kernel/tlb_flush.cpp), v4.16-v4.17.
   r.declare({"guest.pv_tlb_flush", ParamType::Bool, "false", "bool", {}, {}, {},
              "KVM_FEATURE_PV_TLB_FLUSH (v4.16+): the guest's flush_tlb_others is "
              "kvm_flush_tlb_others(), which leaves vCPUs whose steal-time area says PREEMPTED "

@@ -1,4 +1,4 @@
-// The timer-storm guest (sim/guest/timer_storm_workload.cpp,
+// The timer-storm guest (sim/guest/workloads/timer_storm_workload.cpp,
 // scenarios/timer_storm.yaml): what one expiry costs the host, counted as
 // kvm_stat counts it. The ratios pinned here follow from the mechanism, per
 // guest timer interrupt (the storm's expiries: the guest's HZ=1000 tick stops

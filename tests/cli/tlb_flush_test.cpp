@@ -280,7 +280,7 @@ TEST_CASE("ebizzy -m with PV flush and host hogs: no flush is lost under mmap_se
   CHECK(m(r, "mmap_sem.write_acquires") > 0);
 }
 
-// ebizzy.lock_sections (sim/guest/spinlock.h): the record's lru_lock
+// ebizzy.lock_sections (sim/guest/kernel/spinlock.h): the record's lru_lock
 // sections (13 by default, IRQs off). Without over-commit no holder is ever
 // preempted and no waiter halts; 0 sections: no ebizzy.lock.* metric.
 TEST_CASE("ebizzy lock sections: no holder preemption and no PV halt without over-commit",

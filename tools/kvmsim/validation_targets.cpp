@@ -235,7 +235,7 @@ void t3(Experiment& e, Binder& b, const Target&) {
 
 // --------------------------------------------------------------------- T4
 
-// ebizzy -M (sim/guest/ebizzy_workload.cpp) for the scenario's 5 simulated
+// ebizzy -M (sim/guest/workloads/ebizzy_workload.cpp) for the scenario's 5 simulated
 // seconds (ebizzy -S 5); --quick runs 1 s. Per vCPU count, native and PV
 // flush, and the boost except at 8 vCPUs (not compared on its own).
 void t4(Experiment& e, Binder& b, const Target&) {

@@ -1,0 +1,72 @@
+#include "sim/guest/workloads/cyclictest.h"
+
+namespace kvmsim {
+
+Cyclictest::Cyclictest(CyclictestConfig cfg, CyclictestCosts costs, std::function<void()> on_done)
+    : GuestTask("cyclictest"),
+      cfg_(cfg),
+      costs_(std::move(costs)),
+      on_done_(std::move(on_done)),
+      hist_(cfg.histogram_buckets) {}
+
+ModelSignals& Cyclictest::signals(GuestKernel& k) {
+  if (!signals_) signals_ = &k.vcpu().ctx().signals.get<ModelSignals>();
+  return *signals_;
+}
+
+GuestStep Cyclictest::run(GuestKernel& k, Tsc now) {
+  switch (state_) {
+    case State::Start:
+      next_ns_ = k.guest_ns(now) + cfg_.interval_us * 1000;
+      state_ = State::Arm;
+      [[fallthrough]];
+    case State::Arm:
+      state_ = State::Armed;
+      return GuestStep::run(Stage::GuestSyscall, costs_.nanosleep_enter(k.rng()));
+    case State::Armed: {
+      // do_nanosleep(): arm the sleeper and schedule() away.
+      const std::uint64_t deadline = k.ns_to_guest_tsc_ceil(next_ns_);
+      deadline_host_ = k.vcpu().tsc().host_tsc_at(deadline);
+      signals(k).timer_armed(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_);
+      state_ = State::Sleeping;
+      k.hrtimer_start(this, deadline);
+      k.block_current();
+      return k.step(now);
+    }
+    case State::Woken:
+      state_ = State::Measure;
+      return GuestStep::run(Stage::GuestUser, costs_.nanosleep_return(k.rng()));
+    case State::Measure: {
+      const std::uint64_t now_ns = k.guest_ns(now);
+      const auto diff = static_cast<std::int64_t>(now_ns) - static_cast<std::int64_t>(next_ns_);
+      // -N: calcdiff_ns(), the ns value itself; otherwise calcdiff(), whole us.
+      if (cfg_.nsecs)
+        hist_.add_us(diff, loops_);
+      else
+        hist_.add_ns(diff, loops_);
+      signals(k).latency_sample(k.vcpu().id(), k.vcpu().pcpu().id(), deadline_host_, now, diff);
+      if (++loops_ >= cfg_.loops) {
+        state_ = State::Done;
+        k.block_current();
+        if (on_done_) on_done_();
+        return k.step(now);
+      }
+      next_ns_ += cfg_.interval_us * 1000;
+      state_ = State::Arm;
+      return run(k, now);
+    }
+    case State::Sleeping:
+    case State::Done:
+      break;
+  }
+  k.block_current();
+  return k.step(now);
+}
+
+Tsc Cyclictest::fn(GuestKernel& k, Tsc /*now*/) {
+  state_ = State::Woken;
+  k.wake_up(this);
+  return k.costs().hrtimer_wakeup(k.rng());
+}
+
+}  // namespace kvmsim
