@@ -1,5 +1,7 @@
 // CFS for the guest's Normal tasks (kernel/sched/fair.c, v4.16): vruntime,
 // slices, tick and wake-up preemption, on this vCPU's run queue.
+#include "sim/guest/kernel/guest_fair.h"
+
 #include "sim/guest/kernel/guest_kernel.h"
 
 #include <algorithm>
@@ -10,46 +12,49 @@ namespace kvmsim {
 
 // rq->clock_task: the guest clock less the steal time the host last wrote to
 // the steal-time area (update_rq_clock_task() with paravirt steal accounting).
-std::uint64_t GuestKernel::clock_task_ns(Tsc now) const {
-  const std::uint64_t ns = guest_ns(now);
-  if (!cfg_.fair.steal_accounting) return ns;
-  const auto steal = static_cast<std::uint64_t>(
-      static_cast<u128>(vcpu_.steal_time().stats().steal_cycles) * 1000000u / guest_tsc_khz_);
+std::uint64_t GuestFair::clock_task_ns(Tsc now) const {
+  const std::uint64_t ns = rq_.guest_ns(now);
+  if (!rq_.cfg_.fair.steal_accounting) return ns;
+  const auto steal =
+      static_cast<std::uint64_t>(static_cast<u128>(rq_.vcpu_.steal_time().stats().steal_cycles) *
+                                 1000000u / rq_.guest_tsc_khz_);
   return steal < ns ? ns - steal : 0;
 }
 
-unsigned GuestKernel::fair_factor() const {
-  const int n = std::min(smp_ ? smp_->nr_cpus() : 1, 8);
+unsigned GuestFair::factor() const {
+  const int n = std::min(rq_.smp_ ? rq_.smp_->nr_cpus() : 1, 8);
   unsigned log = 0;
   while ((2 << log) <= n) ++log;
   return 1 + log;
 }
 
-unsigned GuestKernel::nr_fair() const {
-  unsigned n = curr_fair() != nullptr ? 1 : 0;
-  for (auto* t : runqueue_) n += t->fair() ? 1 : 0;
+unsigned GuestFair::nr_running() const {
+  unsigned n = curr() != nullptr ? 1 : 0;
+  for (auto* t : rq_.runqueue_) n += t->fair() ? 1 : 0;
   return n;
 }
 
-GuestTask* GuestKernel::curr_fair() const {
-  return current_ != nullptr && !current_blocked_ && current_->fair() ? current_ : nullptr;
+GuestTask* GuestFair::curr() const {
+  return rq_.current_ != nullptr && !rq_.current_blocked_ && rq_.current_->fair() ? rq_.current_
+                                                                                  : nullptr;
 }
 
-GuestTask* GuestKernel::leftmost_fair() const {
+GuestTask* GuestFair::leftmost() const {
   GuestTask* left = nullptr;
-  for (auto* t : runqueue_)
+  for (auto* t : rq_.runqueue_)
     if (t->fair() && (left == nullptr || t->vruntime_ < left->vruntime_)) left = t;
   return left;
 }
 
 // sched_slice() for a nice-0 entity: __sched_period(nr) / nr, the period
 // being the latency up to sched_nr_latency tasks and nr x min_granularity above.
-std::uint64_t GuestKernel::sched_slice_ns(unsigned nr) const {
-  const std::uint64_t f = fair_factor();
-  const std::uint64_t latency = cfg_.fair.latency_ns * f;
-  const std::uint64_t min_gran = cfg_.fair.min_granularity_ns * f;
+std::uint64_t GuestFair::sched_slice_ns(unsigned nr) const {
+  const std::uint64_t f = factor();
+  const std::uint64_t latency = rq_.cfg_.fair.latency_ns * f;
+  const std::uint64_t min_gran = rq_.cfg_.fair.min_granularity_ns * f;
   const std::uint64_t nr_latency =
-      (cfg_.fair.latency_ns + cfg_.fair.min_granularity_ns - 1) / cfg_.fair.min_granularity_ns;
+      (rq_.cfg_.fair.latency_ns + rq_.cfg_.fair.min_granularity_ns - 1) /
+      rq_.cfg_.fair.min_granularity_ns;
   if (nr == 0) nr = 1;
   const std::uint64_t period = nr > nr_latency ? nr * min_gran : latency;
   return period / nr;
@@ -57,23 +62,23 @@ std::uint64_t GuestKernel::sched_slice_ns(unsigned nr) const {
 
 // update_curr(): the running Normal task's runtime since exec_start goes
 // into sum_exec_runtime and (nice 0) one-for-one into its vruntime.
-void GuestKernel::update_curr(Tsc now) {
-  if (!current_ || !current_->fair()) return;
+void GuestFair::update_curr(Tsc now) {
+  if (!rq_.current_ || !rq_.current_->fair()) return;
   const std::uint64_t t = clock_task_ns(now);
-  if (t <= current_->exec_start_) return;
-  const std::uint64_t d = t - current_->exec_start_;
-  current_->exec_start_ = t;
-  current_->sum_exec_ += d;
-  current_->vruntime_ += static_cast<std::int64_t>(d);
+  if (t <= rq_.current_->exec_start_) return;
+  const std::uint64_t d = t - rq_.current_->exec_start_;
+  rq_.current_->exec_start_ = t;
+  rq_.current_->sum_exec_ += d;
+  rq_.current_->vruntime_ += static_cast<std::int64_t>(d);
   update_min_vruntime();
 }
 
 // update_min_vruntime(): monotonic, the smaller of curr's and the leftmost's.
-void GuestKernel::update_min_vruntime() {
-  const GuestTask* curr = curr_fair();
-  const GuestTask* left = leftmost_fair();
-  if (curr == nullptr && left == nullptr) return;
-  std::int64_t v = curr != nullptr ? curr->vruntime_ : left->vruntime_;
+void GuestFair::update_min_vruntime() {
+  const GuestTask* cur = curr();
+  const GuestTask* left = leftmost();
+  if (cur == nullptr && left == nullptr) return;
+  std::int64_t v = cur != nullptr ? cur->vruntime_ : left->vruntime_;
   if (left != nullptr) v = std::min(v, left->vruntime_);
   min_vruntime_ = std::max(min_vruntime_, v);
 }
@@ -81,39 +86,39 @@ void GuestKernel::update_min_vruntime() {
 // place_entity(): a new task starts a virtual slice after min_vruntime
 // (START_DEBIT); a waking sleeper gets at most half a latency of credit
 // (GENTLE_FAIR_SLEEPERS), never more than it had.
-void GuestKernel::place_entity(GuestTask* t, bool initial) {
+void GuestFair::place_entity(GuestTask* t, bool initial) {
   std::int64_t v = min_vruntime_;
   if (initial) {
-    t->vruntime_ = v + static_cast<std::int64_t>(sched_slice_ns(nr_fair() + 1));
+    t->vruntime_ = v + static_cast<std::int64_t>(sched_slice_ns(nr_running() + 1));
     return;
   }
-  v -= static_cast<std::int64_t>(cfg_.fair.latency_ns * fair_factor() / 2);
+  v -= static_cast<std::int64_t>(rq_.cfg_.fair.latency_ns * factor() / 2);
   t->vruntime_ = std::max(t->vruntime_, v);
 }
 
 // set_next_entity(): the slice is counted from here.
-void GuestKernel::set_next_entity(GuestTask* t, Tsc now) {
+void GuestFair::set_next_entity(GuestTask* t, Tsc now) {
   t->exec_start_ = clock_task_ns(now);
   t->prev_sum_exec_ = t->sum_exec_;
 }
 
 // check_preempt_tick() (v4.16): resched when curr ran its ideal slice, or
 // (after min_granularity) when it is ahead of the leftmost by a slice.
-void GuestKernel::task_tick_fair(Tsc now) {
-  if (curr_fair() == nullptr) return;
+void GuestFair::task_tick(Tsc now) {
+  if (curr() == nullptr) return;
   update_curr(now);
-  const unsigned nr = nr_fair();
-  if (nr < 2 || need_resched_) return;
+  const unsigned nr = nr_running();
+  if (nr < 2 || rq_.need_resched_) return;
   const std::uint64_t ideal = sched_slice_ns(nr);
-  const std::uint64_t delta_exec = current_->sum_exec_ - current_->prev_sum_exec_;
+  const std::uint64_t delta_exec = rq_.current_->sum_exec_ - rq_.current_->prev_sum_exec_;
   bool resched = delta_exec > ideal;
-  if (!resched && delta_exec >= cfg_.fair.min_granularity_ns * fair_factor()) {
-    const GuestTask* left = leftmost_fair();
-    resched = left && current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
+  if (!resched && delta_exec >= rq_.cfg_.fair.min_granularity_ns * factor()) {
+    const GuestTask* left = leftmost();
+    resched = left && rq_.current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
   }
   if (resched) {
-    need_resched_ = true;
-    ++fair_stats_.tick_preemptions;
+    rq_.need_resched_ = true;
+    ++stats_.tick_preemptions;
   }
 }
 
@@ -121,17 +126,17 @@ void GuestKernel::task_tick_fair(Tsc now) {
 // on an idle CPU preempts; a Normal wakee preempts a Normal curr only when
 // curr's vruntime is ahead by more than the wakeup granularity
 // (wakeup_preempt_entity()); nothing preempts an RT curr.
-void GuestKernel::check_preempt_curr(GuestTask* woken, Tsc now) {
-  if (!woken->fair() || current_ == nullptr || current_blocked_) {
-    need_resched_ = true;
+void GuestFair::check_preempt_curr(GuestTask* woken, Tsc now) {
+  if (!woken->fair() || rq_.current_ == nullptr || rq_.current_blocked_) {
+    rq_.need_resched_ = true;
     return;
   }
-  if (!current_->fair() || need_resched_) return;
+  if (!rq_.current_->fair() || rq_.need_resched_) return;
   update_curr(now);
-  const auto gran = static_cast<std::int64_t>(cfg_.fair.wakeup_granularity_ns * fair_factor());
-  if (current_->vruntime_ - woken->vruntime_ > gran) {
-    need_resched_ = true;
-    ++fair_stats_.wakeup_preemptions;
+  const auto gran = static_cast<std::int64_t>(rq_.cfg_.fair.wakeup_granularity_ns * factor());
+  if (rq_.current_->vruntime_ - woken->vruntime_ > gran) {
+    rq_.need_resched_ = true;
+    ++stats_.wakeup_preemptions;
   }
 }
 

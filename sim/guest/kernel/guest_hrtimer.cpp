@@ -30,7 +30,7 @@ Tsc GuestKernel::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   // TIMER_SOFTIRQ on every tick (the pre-rework wheel is scanned from the
   // softirq); from v4.8 only when a wheel timer is due.
   if (this == &k.tick_ && k.cfg_.tick_timer_softirq) k.softirq_pending_ = true;
-  if (this == &k.tick_) k.task_tick_fair(now);  // scheduler_tick() -> task_tick_fair()
+  if (this == &k.tick_) k.fair_.task_tick(now);  // scheduler_tick() -> task_tick_fair()
   if (wheel) {
     // A wheel timer runs from TIMER_SOFTIRQ. With the tick stopped in idle,
     // tick_nohz_stop_sched_tick() parked the tick's sched_timer at this

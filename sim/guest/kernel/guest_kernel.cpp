@@ -43,7 +43,7 @@ Tsc GuestKernel::guest_cycles_to_host(std::uint64_t guest_cycles) const {
 void GuestKernel::add_task(GuestTask* t) {
   t->cpu_ = this;
   t->on_rq_ = true;
-  if (t->fair()) place_entity(t, true);
+  if (t->fair()) fair_.place_entity(t, true);
   runqueue_.push_back(t);
   need_resched_ = current_ == nullptr;
 }
@@ -53,10 +53,10 @@ void GuestKernel::add_task(GuestTask* t) {
 GuestTask* GuestKernel::pick_next(Tsc now) {
   if (runqueue_.empty()) return nullptr;
   auto it = std::find_if(runqueue_.begin(), runqueue_.end(), [](auto* t) { return !t->fair(); });
-  if (it == runqueue_.end()) it = std::find(runqueue_.begin(), runqueue_.end(), leftmost_fair());
+  if (it == runqueue_.end()) it = std::find(runqueue_.begin(), runqueue_.end(), fair_.leftmost());
   GuestTask* t = *it;
   runqueue_.erase(it);
-  if (t->fair()) set_next_entity(t, now);
+  if (t->fair()) fair_.set_next_entity(t, now);
   return t;
 }
 
@@ -78,7 +78,7 @@ GuestStep GuestKernel::step(Tsc now) {
   // An interrupt that set need_resched for a Normal task cut a user-mode step:
   // the return to user mode schedules, and the rest of the step runs when
   // the task is picked again.
-  if (has_resume_ && need_resched_ && !irqs_off_ && curr_fair() != nullptr &&
+  if (has_resume_ && need_resched_ && !irqs_off_ && fair_.curr() != nullptr &&
       resume_.kind == GuestStep::Kind::Run && resume_.stage == Stage::GuestUser &&
       !resume_.pause_loop) {
     has_resume_ = false;
@@ -122,7 +122,7 @@ GuestStep GuestKernel::step(Tsc now) {
   // No schedule() inside a spin_lock_irqsave() section (preemption is off):
   // the reschedule waits for local_irq_restore().
   if (need_resched_ && !irqs_off_) {
-    if (curr_fair() != nullptr && !current_->pending_) {
+    if (fair_.curr() != nullptr && !current_->pending_) {
       // A Normal task in kernel code is not preempted (PREEMPT_NONE /
       // VOLUNTARY guest): it runs on, and the switch happens before its
       // next user-mode step (exit_to_usermode_loop()), or when it sleeps.
@@ -140,12 +140,12 @@ GuestStep GuestKernel::step(Tsc now) {
       tick_start(now);  // queues the clockevent write, which follows this step
       return last_ = GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_));
     }
-    update_curr(now);  // put_prev_task_fair()
+    fair_.update_curr(now);  // put_prev_task_fair()
     if (current_ && !current_blocked_) runqueue_.push_back(current_);
     if (current_ && current_blocked_) current_->on_rq_ = false;  // deactivate_task()
     GuestTask* next = pick_next(now);
     if (next != current_) {
-      if (current_ && next && current_->fair() && next->fair()) ++fair_stats_.switches;
+      if (current_ && next && current_->fair() && next->fair()) ++fair_.stats().switches;
       current_ = next;
       current_blocked_ = false;
       return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
@@ -192,7 +192,7 @@ void GuestKernel::wake_up_local(GuestTask* t) {
     return;
   }
   enqueue_woken(t);
-  check_preempt_curr(t, now_tsc());  // an RT task preempts the idle loop / SCHED_OTHER
+  fair_.check_preempt_curr(t, now_tsc());  // an RT task preempts the idle loop / SCHED_OTHER
 }
 
 // ttwu_do_activate() -> enqueue_task(): a Normal task coming from another
@@ -200,8 +200,9 @@ void GuestKernel::wake_up_local(GuestTask* t) {
 // and a sleeper is placed with its credit.
 void GuestKernel::enqueue_woken(GuestTask* t) {
   if (t->fair()) {
-    if (t->cpu_ && t->cpu_ != this) t->vruntime_ += min_vruntime_ - t->cpu_->min_vruntime_;
-    place_entity(t, false);
+    if (t->cpu_ && t->cpu_ != this)
+      t->vruntime_ += fair_.min_vruntime() - t->cpu_->fair_.min_vruntime();
+    fair_.place_entity(t, false);
   }
   t->cpu_ = this;
   t->on_rq_ = true;
@@ -223,7 +224,7 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
   }
   enqueue_woken(t);
   if (need_resched_) return false;
-  check_preempt_curr(t, now_tsc());
+  fair_.check_preempt_curr(t, now_tsc());
   if (!need_resched_) return false;
   if (current_ == nullptr && (!cfg_.idle_hlt || haltpoll_.polling())) {
     ++smp_->stats().wakeups_polling;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/core/dist.h"
+#include "sim/guest/kernel/guest_fair.h"
 #include "sim/guest/kernel/haltpoll.h"
 #include "sim/vmx/vcpu.h"
 
@@ -157,6 +158,7 @@ class GuestTask {
 
  private:
   friend class GuestKernel;
+  friend class GuestFair;
   friend class GuestSmp;
   std::string comm_;
   GuestKernel* cpu_ = nullptr;  // task_cpu(): the run queue it is on or last ran on
@@ -254,18 +256,8 @@ class GuestKernel : public GuestVcpu {
   }
   [[nodiscard]] bool need_resched() const { return need_resched_; }
   // Fair-class statistics of this CPU, for the metrics.
-  struct FairStats {
-    std::uint64_t tick_preemptions = 0;    // check_preempt_tick() -> resched_curr()
-    std::uint64_t wakeup_preemptions = 0;  // check_preempt_wakeup() -> resched_curr()
-    std::uint64_t switches = 0;            // context switches between two Normal tasks
-    FairStats& operator+=(const FairStats& o) {
-      tick_preemptions += o.tick_preemptions;
-      wakeup_preemptions += o.wakeup_preemptions;
-      switches += o.switches;
-      return *this;
-    }
-  };
-  [[nodiscard]] const FairStats& fair_stats() const { return fair_stats_; }
+  using FairStats = GuestFairStats;
+  [[nodiscard]] const FairStats& fair_stats() const { return fair_.stats(); }
   // Another CPU wrote memory this one may spin on (a csd_unlock(), the
   // need_resched of a polling idle loop): an open-ended spin in guest mode
   // ends now, and one a VM exit cut short is re-checked when it resumes.
@@ -296,25 +288,11 @@ class GuestKernel : public GuestVcpu {
   [[nodiscard]] bool haltpoll_polling() const { return haltpoll_.polling(); }
 
  private:
+  friend class GuestFair;  // rq_of(cfs_rq)
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
   GuestStep irq_step(Tsc now);
   void program_clockevent();
   GuestTask* pick_next(Tsc now);
-  // CFS (kernel/sched/fair.c, v4.16) for Normal tasks.
-  [[nodiscard]] std::uint64_t clock_task_ns(Tsc now) const;  // rq->clock_task
-  [[nodiscard]] unsigned fair_factor() const;                // 1 + ilog2(min(ncpus, 8))
-  [[nodiscard]] unsigned nr_fair() const;                    // cfs_rq->nr_running
-  // cfs_rq->curr: the running Normal task, or nullptr.
-  [[nodiscard]] GuestTask* curr_fair() const;
-  // __pick_first_entity(): the queued Normal task with the smallest vruntime.
-  [[nodiscard]] GuestTask* leftmost_fair() const;
-  [[nodiscard]] std::uint64_t sched_slice_ns(unsigned nr_running) const;
-  void update_curr(Tsc now);
-  void update_min_vruntime();
-  void place_entity(GuestTask* t, bool initial);
-  void set_next_entity(GuestTask* t, Tsc now);
-  void task_tick_fair(Tsc now);                        // scheduler_tick() -> check_preempt_tick()
-  void check_preempt_curr(GuestTask* woken, Tsc now);  // a wake-up onto this CPU
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
   void wake_up_local(GuestTask* t);
@@ -369,8 +347,7 @@ class GuestKernel : public GuestVcpu {
   GuestTask* current_ = nullptr;  // nullptr = idle task
   std::deque<GuestTask*> runqueue_;
   bool need_resched_ = false;
-  std::int64_t min_vruntime_ = 0;  // cfs_rq->min_vruntime
-  FairStats fair_stats_;
+  GuestFair fair_{*this};     // the cfs_rq of this CPU (guest_fair.h)
   std::deque<GuestStep> kq_;  // kernel work before the task continues
   bool current_blocked_ = false;
   GuestStep last_;    // the step in flight
