@@ -5,6 +5,8 @@ import glob
 import os
 import sys
 
+from sphinx.errors import ConfigError
+
 project = "kvmsim"
 author = "the kvmsim developers"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
@@ -24,20 +26,20 @@ _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _build = os.path.join(_root, os.environ.get("KVMSIM_BUILD_DIR") or "build")
 _pkg = os.path.join(_build, "python", "kvmsim")
 if not glob.glob(os.path.join(_pkg, "_kvmsim*.so")):
-    sys.exit(f"docs: the Python extension is not built ({_pkg}/_kvmsim*.so is missing); "
+    raise ConfigError(f"docs: the Python extension is not built ({_pkg}/_kvmsim*.so is missing); "
              "the API page needs it: run `make build` (or "
              "`cmake --build build --target _kvmsim`) first")
 _stale = [os.path.basename(p) for p in glob.glob(os.path.join(_root, "bindings", "kvmsim", "*.py"))
           if not os.path.exists(os.path.join(_pkg, os.path.basename(p)))
           or not filecmp.cmp(p, os.path.join(_pkg, os.path.basename(p)), shallow=False)]
 if _stale:
-    sys.exit(f"docs: {_pkg} is older than bindings/kvmsim ({', '.join(sorted(_stale))}); "
+    raise ConfigError(f"docs: {_pkg} differs from bindings/kvmsim ({', '.join(sorted(_stale))}); "
              "copy them with `cmake --build build --target kvmsim_python` (or `make build`)")
 sys.path.insert(0, os.path.dirname(_pkg))
 try:
     import kvmsim  # noqa: F401  (fails here, with the reason, rather than on an empty page)
 except ImportError as e:
-    sys.exit(f"docs: cannot import the kvmsim package from {_pkg}: {e}")
+    raise ConfigError(f"docs: cannot import the kvmsim package from {_pkg}: {e}")
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
