@@ -7,7 +7,8 @@
 #   make pgo     build-pgo/kvmsim: profile-guided build of the CLI (instrumented build,
 #                tools/pgo-train.sh, optimised build), outputs checked identical to build/'s
 #   make sanitize  build-asan/ with ASan+UBSan (KVMSIM_SANITIZE), run ctest there
-#   make docs          the documentation site (Sphinx, warnings are errors): docs/_build/html
+#   make docs          the documentation site (Sphinx, warnings are errors): docs/_build/html;
+#                      needs a build first (the Python API page documents build/python/kvmsim)
 #   make gen-docs      regenerate docs/reference/{parameters,cli}.md and docs/validation.md
 #   make docs-check    fail if those generated pages differ from what build/kvmsim prints
 #   make format        clang-format -i over the C++ sources
@@ -91,7 +92,7 @@ sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -j2
 
 docs: deps
-	$(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html
+	KVMSIM_BUILD_DIR=$(BUILD_DIR) $(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 gen-docs: build
 	bash tools/gen-docs.sh $(BUILD_DIR)/kvmsim

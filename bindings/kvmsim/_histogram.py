@@ -10,9 +10,12 @@ from . import _kvmsim
 class Histogram:
     """A parsed cyclictest ``-h`` file: one column per thread, 1-us buckets.
 
-    ``counts`` is thread 0's counts (``np.asarray(h)`` gives the same);
-    ``thread(i)`` another thread's; ``stats()`` min/avg/percentiles as
-    ``kvmsim compare`` computes them (overflows placed at their lower bound).
+    Made by :func:`load_histogram`, :func:`read_histogram` or
+    :meth:`from_counts`; ``np.asarray(h)`` gives thread 0's counts.
+
+    Attributes:
+        buckets: number of buckets (cyclictest ``-h``).
+        source: the file it was read from, or ``None``.
     """
 
     def __init__(self, threads, buckets, source=None):
@@ -22,6 +25,7 @@ class Histogram:
 
     @classmethod
     def from_counts(cls, counts, source=None):
+        """A one-thread Histogram from an array of counts in 1-us buckets."""
         counts = [int(c) for c in np.asarray(counts).ravel()]
         thread = {"counts": counts, "total": sum(counts), "overflows": 0, "min_us": -1,
                   "avg_us": -1, "max_us": -1, "overflow_cycles": [], "overflow_others": 0}
@@ -29,6 +33,7 @@ class Histogram:
 
     @property
     def threads(self):
+        """Number of threads (columns) in the file."""
         return len(self._threads)
 
     def thread(self, i=0):
@@ -40,12 +45,14 @@ class Histogram:
 
     @property
     def counts(self):
+        """Thread 0's counts as a uint64 array of length ``buckets``."""
         return self.thread(0)
 
     def __array__(self, dtype=None):
         return self.counts if dtype is None else self.counts.astype(dtype)
 
     def overflows(self, i=0):
+        """Samples of thread ``i`` beyond the last bucket."""
         return int(self._threads[i]["overflows"])
 
     def printed(self, i=0):
@@ -54,6 +61,8 @@ class Histogram:
         return {k: t[k] for k in ("min_us", "avg_us", "max_us", "total", "overflows")}
 
     def stats(self, i=0):
+        """Thread ``i``'s min, avg and percentiles as ``kvmsim compare`` computes them
+        (overflows placed at their lower bound), as a dict."""
         return _kvmsim.thread_stats(self._threads, self.buckets, i)
 
     def __repr__(self):
@@ -62,7 +71,11 @@ class Histogram:
 
 
 def read_histogram(text, source=None):
-    """Parses cyclictest ``-h`` text; ValueError "SOURCE: LINE N: ..." if it is not one."""
+    """Parses cyclictest ``-h`` text into a :class:`Histogram`.
+
+    Raises:
+        ValueError: the text is not a cyclictest histogram (``"SOURCE: LINE N: ..."``).
+    """
     try:
         d = _kvmsim.parse_histogram_text(text)
     except ValueError as e:
@@ -90,11 +103,22 @@ def as_histogram(x):
 
 
 def compare(a, b, w1_us=None, ks=None, avg_us=None, p99_us=None, merge=False):
-    """``kvmsim compare`` on two histograms (paths, Histograms, RunResults or count arrays).
+    """``kvmsim compare`` on two histograms.
 
-    Returns its JSON document as a dict: "comparisons" (one per thread, with
-    "w1_us", "ks", both sides' stats, "checks") and "pass". Without any
-    tolerance, the T1 regression defaults (W1 0.05 us, KS 0.02) are checked.
+    Args:
+        a, b: paths, :class:`Histogram` objects, :class:`RunResult` objects or count
+            arrays.
+        w1_us: tolerance on the Wasserstein-1 distance, in us.
+        ks: tolerance on the Kolmogorov-Smirnov statistic.
+        avg_us: tolerance on the difference of the averages, in us.
+        p99_us: tolerance on the difference of the 99th percentiles, in us.
+        merge: compare all threads merged instead of thread by thread.
+
+    Without any tolerance, the regression defaults (W1 0.05 us, KS 0.02) are checked.
+
+    Returns:
+        dict: the command's JSON document: ``"comparisons"`` (one per thread, with
+        ``"w1_us"``, ``"ks"``, both sides' stats and ``"checks"``) and ``"pass"``.
     """
     ha, hb = as_histogram(a), as_histogram(b)
     text = _kvmsim.compare_json(ha._threads, ha.buckets, hb._threads, hb.buckets,

@@ -5,7 +5,12 @@ from . import _kvmsim
 
 
 def params():
-    """Every declared parameter as a DataFrame: key, type, default, unit, range, min, max, choices, doc."""
+    """Every declared parameter (what ``kvmsim params`` prints).
+
+    Returns:
+        pandas.DataFrame: columns key, type, default, unit, range, min, max, choices,
+        doc; one row per parameter.
+    """
     df = pd.DataFrame(_kvmsim.param_declarations())
     return df[["key", "type", "default", "unit", "range", "min", "max", "choices", "doc"]]
 
@@ -27,11 +32,19 @@ def overrides(set=None):
 
 
 def resolve(scenario=None, set=None, origins=False):
-    """Resolved parameters of ``scenario`` (defaults when None) with ``set`` applied.
+    """The parameters a run would use, without running it.
 
-    Returns {key: canonical text}; with ``origins=True`` a DataFrame with the
-    value and where it came from ("default", "file.yaml:12", "--set").
-    Raises ScenarioError with the CLI's message on bad input.
+    Args:
+        scenario: path of a scenario file (``None``: the defaults).
+        set: ``{key: value}`` overrides applied on top.
+        origins: also say where each value came from.
+
+    Returns:
+        ``{key: canonical text}``; with ``origins=True`` a DataFrame with columns key,
+        value, origin (``"default"``, ``"file.yaml:12"``, ``"--set"``, ...).
+
+    Raises:
+        ScenarioError: bad scenario file or override, with the CLI's message.
     """
     rows = _kvmsim.resolve(str(scenario) if scenario else "", overrides(set))
     if origins:
@@ -40,5 +53,13 @@ def resolve(scenario=None, set=None, origins=False):
 
 
 def validate(set=None, scenario=None):
-    """Checks overrides (and the scenario file) without running; raises ScenarioError."""
+    """Checks overrides (and the scenario file) without running.
+
+    Args:
+        set: ``{key: value}`` overrides.
+        scenario: path of a scenario file (``None``: the defaults).
+
+    Raises:
+        ScenarioError: bad input, with the CLI's ``FILE:LINE:COL: key '...'`` message.
+    """
     resolve(scenario, set)

@@ -18,8 +18,21 @@ _ERROR_PREFIX = "kvmsim: error: "
 
 
 def find_binary(binary=None):
-    """The CLI: ``binary``, else $KVMSIM_BINARY, else the build this package came from,
-    else ``kvmsim`` on PATH. FileNotFoundError if none exists."""
+    """Path of the ``kvmsim`` CLI that runs are made with.
+
+    Tried in order: ``binary``, ``$KVMSIM_BINARY``, the build this package sits in
+    (``build/kvmsim`` next to ``build/python``), the build directory the extension was
+    compiled in, ``kvmsim`` on ``PATH``.
+
+    Args:
+        binary: an explicit path to try first.
+
+    Returns:
+        The absolute path of the first executable found.
+
+    Raises:
+        FileNotFoundError: none of them exists.
+    """
     candidates = [binary, os.environ.get("KVMSIM_BINARY"),
                   os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
                       os.path.abspath(__file__)))), "kvmsim"),  # build/python/kvmsim/ -> build/
@@ -119,17 +132,18 @@ def parse_exit_table(text):
 
 
 class RunResult:
-    """The outputs of one run.
+    """The outputs of one run, as :func:`run` returns them.
 
-    metrics    dict "dotted.key" -> float (summary.json's "metrics")
-    params     dict key -> canonical text (every parameter, resolved)
-    histogram  numpy array of counts in 1-us buckets (None for non-latency workloads)
-    histogram_file  the full Histogram (overflows, printed min/avg/max), or None
-    exits      DataFrame like perf kvm stat: reason, samples, samples_pct, time_pct, min_us,
-               max_us (from the CLI's printed table, 0.01 us resolution), avg_us
-    breakdown  DataFrame: stage, avg_ns (mean time per wake-up in each stage, from the
-               timer deadline), stages in the model's order as `kvmsim run` prints them
-    stage_cycles  DataFrame: test, stage, cycles (vmexit tests: host cycles per iteration)
+    Attributes:
+        scenario: the scenario file the run used.
+        set: the overrides (``{key: value}``) the run was given.
+        seed: the run seed (the scenario's when none was given).
+        metrics: ``{"dotted.key": float}``, ``summary.json``'s ``"metrics"``.
+        params: ``{key: canonical text}``, every parameter as resolved for the run.
+        histogram: numpy array of counts in 1-us buckets (``None`` for workloads
+            without a latency histogram).
+        histogram_file: the full :class:`Histogram` (overflows, printed
+            min/avg/max), or ``None``.
     """
 
     def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None):
@@ -144,6 +158,11 @@ class RunResult:
 
     @property
     def exits(self):
+        """The exit table as ``perf kvm stat`` prints it, as a DataFrame.
+
+        Columns reason, samples, samples_pct, time_pct, min_us, max_us (from the CLI's
+        printed table, 0.01 us resolution) and avg_us; most frequent reason first.
+        """
         rows = []
         for k, v in self.metrics.items():
             parts = k.split(".")
@@ -164,6 +183,12 @@ class RunResult:
 
     @property
     def breakdown(self):
+        """Where the latency went, as a DataFrame.
+
+        Columns stage and avg_ns (mean time per wake-up in each stage, from the timer
+        deadline), stages in the model's order as ``kvmsim run`` prints them. Empty for
+        workloads without timer wake-ups.
+        """
         rows = [(k[len("breakdown."):-len(".avg_ns")], v) for k, v in self.metrics.items()
                 if k.startswith("breakdown.") and k.endswith(".avg_ns")
                 and k != "breakdown.total.avg_ns"]
@@ -173,8 +198,11 @@ class RunResult:
 
     @property
     def stage_cycles(self):
-        """vmexit tests: host cycles per iteration in each stage (``vmexit.<test>.stage.<stage>.cycles``),
-        as a DataFrame with columns test, stage, cycles, stages in the model's order."""
+        """Host cycles per iteration in each stage of the vmexit tests, as a DataFrame.
+
+        Columns test, stage, cycles (the ``vmexit.<test>.stage.<stage>.cycles``
+        metrics), stages in the model's order. Empty for other workloads.
+        """
         order = {name: i for i, name in enumerate(_kvmsim.stage_names())}
         rows = []
         for k, v in self.metrics.items():
@@ -186,7 +214,8 @@ class RunResult:
         return pd.DataFrame(rows, columns=["test", "stage", "cycles"])
 
     def to_frame(self):
-        """One row: the overrides, the seed, then every metric."""
+        """The run as a one-row DataFrame: the overrides, the seed, then every metric
+        (the row format of :func:`sweep`, without its status columns)."""
         row = {**self.set, "seed": self.seed, **self.metrics}
         return pd.DataFrame([row])
 
@@ -200,15 +229,27 @@ class RunResult:
 
 def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, out=None,
         _group=None):
-    """Runs ``scenario`` once in a child process and returns a RunResult.
+    """Runs ``scenario`` once in a child process (``kvmsim run``) and reads back its results.
 
-    set      {key: value} overrides (``--set key=value``; True -> "true")
-    seed     run seed (same scenario + set + seed = same metrics)
-    trace    write the host tracepoints (trace-cmd report text) to this file
-    timeout  seconds before the child is killed (RunTimeout)
-    out      keep summary.json / histogram.txt in this folder (default: a temp dir)
-    Raises ScenarioError (bad scenario/override, the CLI's message), SimulationCrash
-    (the child died from a signal), SimulationError (other failures).
+    Args:
+        scenario: path of a scenario file (see :func:`kvmsim.scenario`).
+        set: ``{key: value}`` overrides, as ``--set key=value`` (``True`` -> ``"true"``,
+            lists as ``[a, b]``).
+        seed: run seed; the same scenario, overrides and seed give the same metrics.
+        trace: write the host tracepoints (``trace-cmd report`` text) to this file.
+        timeout: seconds before the child is killed.
+        binary: the CLI to run (default: :func:`find_binary`).
+        out: keep ``summary.json`` and ``histogram.txt`` in this folder (default: a
+            temporary folder, removed afterwards).
+
+    Returns:
+        RunResult: the metrics, resolved parameters, histogram and exit table.
+
+    Raises:
+        ScenarioError: bad scenario file or override (the CLI's message).
+        RunTimeout: the run exceeded ``timeout``.
+        SimulationCrash: the child was killed by a signal.
+        SimulationError: any other failure of the run.
     """
     exe = find_binary(binary)
     scenario = os.fspath(scenario)

@@ -21,13 +21,25 @@ _SWEEP_KEYS = ("grid", "seeds", "set")
 
 
 def scenario_sweep(scenario):
-    """The ``sweep:`` section of a scenario file as {"grid", "seeds", "set"} (None if absent).
+    """The ``sweep:`` section of a scenario file.
+
+    A scenario may declare its own sweep::
 
         sweep:
           grid:                       # every combination of these values
             kvm.enable_hv_timer: [true, false]
           seeds: [1, 2, 3]            # or a count: seeds: 3  (= 1, 2, 3)
           set: {cyclictest.loops: 20000}   # applied to every point
+
+    Args:
+        scenario: path of the scenario file.
+
+    Returns:
+        ``{"grid": {...}, "seeds": [...] or None, "set": {...}}``, or ``None`` when the
+        file has no ``sweep:`` section.
+
+    Raises:
+        ScenarioError: the section is malformed.
     """
     import yaml
 
@@ -97,21 +109,34 @@ def _progress(total, enabled):
 
 def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
           progress=None, timeout=None, binary=None):
-    """Runs every grid point for every seed; returns a DataFrame, one row per run.
+    """Runs every grid point for every seed, one child process per run.
 
-    Columns: the grid keys, ``seed``, ``status`` ("ok", "bad input", "crash",
-    "timeout", "error"), ``error`` (the message), then every metric. Rows are in
-    grid order (seeds innermost) whatever the completion order.
+    A failing point gets its ``status`` and ``error`` in its row while the others
+    finish; Ctrl-C kills the running children.
 
-    grid      {key: [values]}; None: the scenario's ``sweep:`` section (with its
-              seeds and set, which ``seeds``/``set`` given here override)
-    seeds     list of seeds (default: [1])
-    set       overrides applied to every point
-    workers   local child processes at once (default: os.cpu_count())
-    client    a dask.distributed.Client: run on its workers instead
-    progress  tqdm bar on stderr (None: when there are >= 8 runs and tqdm exists)
-    timeout   seconds per run (its row says "timeout")
-    Raises ScenarioError when the scenario file or ``set`` is bad (before any run).
+    Args:
+        scenario: path of a scenario file.
+        grid: ``{key: [values]}``, every combination is a point (last key varying
+            fastest). ``None``: the scenario's ``sweep:`` section (its seeds and set,
+            which ``seeds`` and ``set`` given here override).
+        seeds: list of seeds (default: ``[1]``).
+        set: overrides applied to every point.
+        workers: local child processes at once (default: ``os.cpu_count()``).
+        client: a ``dask.distributed.Client``: run on its workers instead (they need
+            the package and the CLI at the same paths, or ``KVMSIM_BINARY``).
+        progress: a tqdm bar on stderr (``None``: when there are 8 runs or more and
+            tqdm is installed).
+        timeout: seconds per run (its row then says ``"timeout"``).
+        binary: the CLI to run (default: :func:`find_binary`).
+
+    Returns:
+        pandas.DataFrame: one row per run, in grid order (seeds innermost) whatever
+        the completion order. Columns: the grid keys, ``seed``, ``status`` (``"ok"``,
+        ``"bad input"``, ``"crash"``, ``"timeout"``, ``"error"``), ``error`` (the
+        message), then every metric.
+
+    Raises:
+        ScenarioError: the scenario file or ``set`` is bad (checked before any run).
     """
     scenario = os.path.abspath(os.fspath(scenario))
     if grid is None:

@@ -33,5 +33,13 @@ def read_trace(path):
 
 
 def trace_stats(path, raw_ticks_per_s=1e9):
-    """``kvmsim trace-stats FILE --json`` as a dict (e.g. ``["events"]["kvm_exit"]["count"]``)."""
+    """``kvmsim trace-stats FILE --json`` as a dict.
+
+    Args:
+        path: a trace file (``trace-cmd report``, ftrace or ``perf script`` text).
+        raw_ticks_per_s: ticks per second of a raw (non-ns) trace clock.
+
+    Returns:
+        dict: per-event counts and statistics, e.g. ``["events"]["kvm_exit"]["count"]``.
+    """
     return json.loads(_kvmsim.trace_stats_json(os.fspath(path), float(raw_ticks_per_s)))

@@ -24,11 +24,19 @@ def _labelled(results, default="simulated"):
 def histogram(results, published=None, ax=None, xmax=None, normalize=False):
     """Latency histograms, counts on a log scale (as RT people read them).
 
-    results    a RunResult, Histogram, path or count array, or {label: one of these}
-    published  the same kinds, or a DataFrame with a ``bucket_us`` column and one
-               column per series (e.g. kvmsim.published.t1_histogram()); drawn dashed,
-               the i-th published series in the colour of the i-th result
-    normalize  plot fractions of samples instead of counts (different run lengths)
+    Args:
+        results: a RunResult, Histogram, path or count array, a list of them, or
+            ``{label: one of these}``.
+        published: the same kinds, or a DataFrame with a ``bucket_us`` column and one
+            column per series (e.g. ``kvmsim.published.t1_histogram()``); drawn dashed,
+            the i-th published series in the colour of the i-th result.
+        ax: matplotlib axes to draw on (default: a new figure).
+        xmax: last bucket shown, in us.
+        normalize: plot fractions of samples instead of counts (runs of different
+            lengths).
+
+    Returns:
+        The matplotlib axes.
     """
     ax = _axes(ax)
     top = 0
@@ -69,6 +77,13 @@ def breakdown(results, ax=None):
     Latency workloads (cyclictest, tscdeadline_latency): mean ns per wake-up from the
     timer deadline (``result.breakdown``). vmexit tests: one bar per test, host cycles
     per iteration (``result.stage_cycles``).
+
+    Args:
+        results: a RunResult, a list of them, or ``{label: RunResult}``.
+        ax: matplotlib axes to draw on (default: a new figure).
+
+    Returns:
+        The matplotlib axes.
     """
     import matplotlib
 
@@ -98,9 +113,21 @@ def breakdown(results, ax=None):
 
 
 def sweep(df, x, y, hue=None, ax=None):
-    """``y`` against ``x`` over a sweep DataFrame, one line per ``hue`` value (a
-    column, or a list of columns: one line per combination);
-    the mean over seeds with min-max error bars when there are several."""
+    """``y`` against ``x`` over a sweep DataFrame.
+
+    One line per ``hue`` value; the mean over seeds with min-max error bars when
+    there are several.
+
+    Args:
+        df: a DataFrame from :func:`kvmsim.sweep`.
+        x: the column on the x axis (a grid key).
+        y: the metric on the y axis.
+        hue: a column, or a list of columns (one line per combination).
+        ax: matplotlib axes to draw on (default: a new figure).
+
+    Returns:
+        The matplotlib axes.
+    """
     ax = _axes(ax)
     ok = df[df["status"] == "ok"] if "status" in df else df
     hues = [] if hue is None else ([hue] if isinstance(hue, str) else list(hue))
