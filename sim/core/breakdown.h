@@ -14,7 +14,7 @@ namespace kvmsim {
 
 class LatencyBreakdown final : public Observer {
  public:
-  void connect(SignalRegistry& signals) {
+  void connect(SignalRegistry& signals) override {
     auto& model = signals.get<ModelSignals>();
     model.timer_armed.connect<&LatencyBreakdown::on_timer_armed>(this);
     model.segment.connect<&LatencyBreakdown::on_segment>(this);
@@ -75,7 +75,7 @@ class LatencyBreakdown final : public Observer {
 // per-iteration costs (vmexit.flat): snapshot before and after a batch.
 class StageTotals : public Observer {
  public:
-  void connect(SignalRegistry& signals) {
+  void connect(SignalRegistry& signals) override {
     signals.get<ModelSignals>().segment.connect<&StageTotals::on_segment>(this);
   }
   using Totals = std::array<Tsc, kStageCount>;

@@ -34,7 +34,7 @@ class TraceObserver : public Observer {
   // tasks[vcpu]: the vCPU thread's comm and pid; cpus: pCPU count for the header.
   TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
                 std::vector<int> vcpu_apicid, int cpus);
-  ~TraceObserver();
+  ~TraceObserver() override;
 
   void connect(SignalRegistry& signals) override;
   void on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t);

@@ -63,7 +63,7 @@ class PerfettoObserver : public Observer {
   // `limit`: simulated host cycles after which nothing more is written.
   PerfettoObserver(const std::string& path, TscClock clock, Tsc limit,
                    const std::vector<int>& pcpus, const std::vector<ViewVcpu>& vcpus);
-  ~PerfettoObserver();
+  ~PerfettoObserver() override;
   PerfettoObserver(const PerfettoObserver&) = delete;
   PerfettoObserver& operator=(const PerfettoObserver&) = delete;
 

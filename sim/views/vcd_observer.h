@@ -67,7 +67,7 @@ class VcdObserver : public Observer {
   // at segment boundaries). `vcpus[i]` has id i.
   VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc sample_period,
               std::vector<const Vcpu*> vcpus);
-  ~VcdObserver();
+  ~VcdObserver() override;
   VcdObserver(const VcdObserver&) = delete;
   VcdObserver& operator=(const VcdObserver&) = delete;
 

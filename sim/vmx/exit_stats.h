@@ -20,7 +20,7 @@ struct ExitReasonStats {
 
 class ExitStats final : public Observer {
  public:
-  void connect(SignalRegistry& signals) {
+  void connect(SignalRegistry& signals) override {
     auto& kvm = signals.get<KvmSignals>();
     kvm.kvm_exit.connect<&ExitStats::on_vmexit>(this);
     kvm.kvm_entry.connect<&ExitStats::on_vmentry>(this);
