@@ -14,6 +14,7 @@
 #   make format        clang-format -i over the C++ sources
 #   make format-check  fail if a C++ source is not clang-format clean (CI runs it first)
 #   make tidy          clang-tidy over sim/**/*.cpp (uses build/compile_commands.json)
+#   make tidy-check    the same as a ratchet: fail on a warning beyond tools/tidy-baseline.txt
 #   make clean   remove build/
 
 BUILD_DIR  ?= build
@@ -28,7 +29,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 FORMAT_DIRS := sim tools bench tests bindings fuzz
 FORMAT_EXTS := -name '*.cpp' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp'
 
-.PHONY: all deps configure build demo test bench pgo sanitize docs gen-docs docs-check format format-check tidy clean
+.PHONY: all deps configure build demo test bench pgo sanitize docs gen-docs docs-check format format-check tidy tidy-check clean
 
 all: build
 
@@ -106,6 +107,9 @@ format:
 format-check:
 	@command -v clang-format >/dev/null || { echo "format-check: clang-format is not installed (apt-get install clang-format)"; exit 1; }
 	find $(wildcard $(FORMAT_DIRS)) -type f \( $(FORMAT_EXTS) \) -print0 | xargs -0 -r clang-format --dry-run -Werror
+
+tidy-check: configure
+	bash tools/tidy-check.sh $(BUILD_DIR)
 
 tidy: configure
 	find sim -type f -name '*.cpp' -print0 | xargs -0 -r clang-tidy -p $(BUILD_DIR) --quiet

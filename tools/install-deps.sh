@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config clang-format
+  build-essential cmake pkg-config clang-format clang-tidy
   libsystemc-dev libboost-graph-dev libfmt-dev catch2 libyaml-cpp-dev libcli11-dev
   nlohmann-json3-dev
   pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pandas python3-pytest
