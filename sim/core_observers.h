@@ -12,7 +12,6 @@
 #include "sim/core/breakdown.h"
 #include "sim/core/model_signals.h"
 #include "sim/core/observer.h"
-#include "sim/lapic/lapic_signals.h"
 #include "sim/vmx/exit_stats.h"
 #include "sim/vmx/kvm_signals.h"
 
@@ -32,14 +31,7 @@ class CoreObservers final : public Observer {
     auto& kvm = signals.get<KvmSignals>();
     kvm.kvm_exit.connect<&CoreObservers::on_vmexit>(this);
     kvm.kvm_entry.connect<&CoreObservers::on_vmentry>(this);
-    kvm.vcpu_block.connect<&RunGuard::on_vcpu_block>(&guard);
-    kvm.kvm_vcpu_wakeup.connect<&RunGuard::on_vcpu_wakeup>(&guard);
-    kvm.kvm_msr_write.connect<&RunGuard::on_msr_write>(&guard);
-    auto& lapic = signals.get<LapicSignals>();
-    lapic.kvm_hv_timer_state.connect<&RunGuard::on_hv_timer_state>(&guard);
-    lapic.kvm_wait_lapic_expire.connect<&RunGuard::on_wait_lapic_expire>(&guard);
-    lapic.kvm_apic_accept_irq.connect<&RunGuard::on_apic_accept_irq>(&guard);
-    lapic.kvm_apic_accept_ipi.connect<&RunGuard::on_apic_accept_ipi>(&guard);
+    guard.connect_tracepoints(signals);
   }
 
  private:

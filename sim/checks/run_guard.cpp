@@ -23,6 +23,11 @@ void RunGuard::connect(SignalRegistry& signals) {
   auto& kvm = signals.get<KvmSignals>();
   kvm.kvm_exit.connect<&RunGuard::on_vmexit>(this);
   kvm.kvm_entry.connect<&RunGuard::on_vmentry>(this);
+  connect_tracepoints(signals);
+}
+
+void RunGuard::connect_tracepoints(SignalRegistry& signals) {
+  auto& kvm = signals.get<KvmSignals>();
   kvm.vcpu_block.connect<&RunGuard::on_vcpu_block>(this);
   kvm.kvm_vcpu_wakeup.connect<&RunGuard::on_vcpu_wakeup>(this);
   kvm.kvm_msr_write.connect<&RunGuard::on_msr_write>(this);

@@ -28,6 +28,9 @@ class RunGuard final : public Observer {
   // The model signals, the vCPU's and the LAPIC's tracepoints (not the
   // scheduler's, not kvm_pv_tlb_flush: their runs keep their fingerprints).
   void connect(SignalRegistry& signals) override;
+  // The part of connect() no other core observer shares: the tracepoints
+  // only the fingerprint records (CoreObservers calls the rest inline).
+  void connect_tracepoints(SignalRegistry& signals);
 
   void on_segment(int pcpu, Stage s, Tsc b, Tsc e) {
     fp_.on_segment(pcpu, s, b, e);

@@ -63,7 +63,7 @@ GuestStep GuestKernel::idle_step(Tsc now) {
 // The cpuidle-haltpoll driver's idle step: poll for the governor's limit, or
 // HLT (default_idle()). An interrupt that wakes nothing returns to the loop.
 GuestStep GuestKernel::haltpoll_idle_step(Tsc now) {
-  if (haltpoll_.polling()) haltpoll_.poll_done(guest_ns(now) - idle_enter_ns_, false);  // limit
+  if (haltpoll_.polling()) haltpoll_done(now, false);  // the poll ran out its limit
   if (haltpoll_.select()) {
     idle_enter_ns_ = guest_ns(now);
     const std::uint64_t cycles = guest_tsc_khz_ * haltpoll_.limit_ns() / 1000000;

@@ -114,11 +114,11 @@ GuestStep GuestKernel::step(Tsc now) {
   }
   if (recheck && need_resched_ && current_ == nullptr && (!cfg_.idle_hlt || haltpoll_.polling())) {
     // The polling idle loop saw the waker's TIF_NEED_RESCHED store.
-    if (haltpoll_.polling()) haltpoll_.poll_done(guest_ns(now) - idle_enter_ns_, true);
+    if (haltpoll_.polling()) haltpoll_done(now, true);
     return last_ = GuestStep::run(Stage::GuestIdle, costs_.cacheline_transfer(rng_));
   }
   if (haltpoll_.polling() && need_resched_)  // woken on this CPU
-    haltpoll_.poll_done(guest_ns(now) - idle_enter_ns_, true);
+    haltpoll_done(now, true);
   // No schedule() inside a spin_lock_irqsave() section (preemption is off):
   // the reschedule waits for local_irq_restore().
   if (need_resched_ && !irqs_off_) {

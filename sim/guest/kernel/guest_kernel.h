@@ -295,6 +295,10 @@ class GuestKernel : public GuestVcpu {
   GuestTask* pick_next(Tsc now);
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
+  // poll_idle() returns at `now`: an event (`hit`) or the limit.
+  void haltpoll_done(Tsc now, bool hit) {
+    haltpoll_.poll_done(guest_ns(now) - idle_enter_ns_, hit);
+  }
   void wake_up_local(GuestTask* t);
   void enqueue_woken(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
