@@ -71,8 +71,8 @@ std::string format_metric_markdown(const std::vector<const MetricDecl*>& decls);
 
 #define KVMSIM_METRICS_CAT2(a, b) a##b
 #define KVMSIM_METRICS_CAT(a, b) KVMSIM_METRICS_CAT2(a, b)
-#define KVMSIM_DECLARE_METRICS(id, ...)                                         \
-  namespace {                                                                   \
+#define KVMSIM_DECLARE_METRICS(id, ...)                                          \
+  namespace {                                                                    \
   [[maybe_unused]] const bool KVMSIM_METRICS_CAT(kvmsim_declared_metrics_, id) = \
-      ::kvmsim::MetricRegistry::instance().add(__VA_ARGS__);                    \
+      ::kvmsim::MetricRegistry::instance().add(__VA_ARGS__);                     \
   }

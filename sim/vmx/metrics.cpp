@@ -34,7 +34,7 @@ KVMSIM_DECLARE_METRICS(vmx, {
     {"halt_poll.wait_ns", "ns", "kvm", "Time halted vCPUs slept in kvm_vcpu_block() after polling or without it (KVM's halt_wait_ns)."},
     {"vcpu.pause_exits", "count", "kvm", "PAUSE_INSTRUCTION exits (Pause-Loop Exiting). This and the other PLE / directed-yield keys only in runs with PAUSE exits."},
     {"vcpu.ple_window_grows", "count", "kvm", "grow_ple_window() calls that raised a vCPU's ple_window."},
-    {"vcpu.ple_window_peak", "cycles", "kvm", "The largest ple_window any vCPU reached."},
+    {"vcpu.ple_window_peak", "cycles", "kvm", "The largest ple_window (cycles a PAUSE loop may run before a PAUSE_INSTRUCTION exit) any vCPU reached."},
     {"vcpu.directed_yields", "count", "kvm", "kvm_vcpu_on_spin() calls that yielded to another vCPU (yield_to() succeeded)."},
     {"vcpu.directed_yields_remote", "count", "kvm", "Of vcpu.directed_yields, those to a vCPU queued on another pCPU (resched_curr() there: an IPI)."},
     {"vcpu.directed_yield_ipis_saved", "count", "kvm", "Of vcpu.directed_yields_remote, those whose pCPU had need_resched set already: no IPI sent."},

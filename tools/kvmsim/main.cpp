@@ -39,6 +39,17 @@ std::string version_text() {
   return "kvmsim " + std::string(KVMSIM_VERSION) + "\n" + banner;
 }
 
+// kvmsim metrics [PREFIX] [--markdown]: the declarations whose pattern starts
+// with PREFIX, or that the key PREFIX is an instance of.
+void print_metrics(const std::string& prefix, bool markdown) {
+  const auto decls = kvmsim::MetricRegistry::instance().select(prefix);
+  if (decls.empty())
+    throw kvmsim::cli::UsageError("no metric key starts with or matches '" + prefix +
+                                  "' (kvmsim metrics lists them all)");
+  std::cout << (markdown ? kvmsim::format_metric_markdown(decls)
+                         : kvmsim::format_metric_table(decls));
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -124,14 +135,8 @@ int sc_main(int argc, char* argv[]) {
     else if (params->parsed())
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
                              : kvmsim::format_param_table(kvmsim::model_params()));
-    else if (metrics->parsed()) {
-      const auto decls = kvmsim::MetricRegistry::instance().select(metrics_prefix);
-      if (decls.empty())
-        throw UsageError("no metric key starts with or matches '" + metrics_prefix +
-                         "' (kvmsim metrics lists them all)");
-      std::cout << (markdown ? kvmsim::format_metric_markdown(decls)
-                             : kvmsim::format_metric_table(decls));
-    }
+    else if (metrics->parsed())
+      print_metrics(metrics_prefix, markdown);
     else
       for (const auto& c : python_commands)  // sweep, plot (issue 11)
         if (c.app->parsed()) rc = c.run();

@@ -1,8 +1,8 @@
 // workload.type: cyclictest — one measurement thread on cyclictest.vcpu of
 // VM 0, in a Linux guest on every vCPU.
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/cyclictest.h"
-#include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
 

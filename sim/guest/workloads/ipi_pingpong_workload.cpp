@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim/guest/kernel/linux_guest.h"
 #include "sim/core/metric_decl.h"
+#include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
 

@@ -2,9 +2,9 @@
 // replace the Linux guest on a one-vCPU VM (-smp 1).
 #include <fmt/format.h>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/kut.h"
 #include "sim/guest/workloads/kut_ipi.h"
-#include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
 #include "sim/vmx/vm.h"

@@ -20,8 +20,8 @@
 
 #include <sstream>
 
-#include "sim/guest/kernel/linux_guest.h"
 #include "sim/core/metric_decl.h"
+#include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
 

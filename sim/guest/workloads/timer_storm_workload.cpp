@@ -19,9 +19,9 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/guest_kernel.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
 #include "sim/vmx/vm.h"
