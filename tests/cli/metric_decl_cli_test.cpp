@@ -91,7 +91,8 @@ TEST_CASE("metric declarations: every key the scenarios emit is declared, none i
     INFO(c.name << ": kvmsim run " << c.args << "\n" << r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("has no declaration") == std::string::npos);
-    for (const auto& [key, value] : read_json(dir / "summary.json").at("metrics").items()) {
+    const auto summary = read_json(dir / "summary.json");
+    for (const auto& [key, value] : summary.at("metrics").items()) {
       keys.insert(key);
       if (!reg.find(key)) undeclared.push_back(std::string(c.name) + ": " + key);
     }
