@@ -6,7 +6,7 @@
 // clang-format off
 KVMSIM_DECLARE_METRICS(lapic, {
     {"ipi.sent", "count", "lapic", "kvm_apic_send_ipi() calls: ICR writes that sent an IPI, all vCPUs."},
-    {"ipi.accepted", "count", "lapic", "Vectors the target LAPICs accepted (__apic_accept_irq())."},
+    {"ipi.accepted", "count", "lapic", "IPI vectors the target LAPICs accepted (__apic_accept_irq())."},
     {"ipi.posted", "count", "lapic", "IPI vectors delivered as posted interrupts: synced from the PIR on a posted-interrupt notification, with no VM exit of the target (APICv)."},
     {"lapic.wait_lapic_expire.calls", "count", "lapic", "__kvm_wait_lapic_expire() calls that acted: the early-expired TSC-deadline timer was the interrupt going into the guest and an advance was set."},
     {"lapic.wait_lapic_expire.early", "count", "lapic", "Of those calls, entries before the guest's deadline (the kvm_wait_lapic_expire tracepoint's delta < 0: a busy-wait)."},
