@@ -31,7 +31,7 @@ KVMSIM_DECLARE_METRICS(guest_kernel, {
     {"guest.smp_call.csd_lock_waits", "count", "guest kernel", "csd_lock() calls that found the csd still in use and waited."},
     {"guest.smp_call.pv_sched_yields", "count", "guest kernel", "KVM_HC_SCHED_YIELD hypercalls after a CALL_FUNCTION IPI-many to a preempted vCPU (PV sched yield)."},
     {"guest.wakeups.remote", "count", "guest kernel", "try_to_wake_up() calls onto another guest CPU."},
-    {"guest.wakeups.remote_polling", "count", "guest kernel", "Of those, wake-ups of a CPU whose idle loop was polling (TIF_POLLING_NRFLAG): no IPI sent."},
+    {"guest.wakeups.remote_polling", "count", "guest kernel", "Of guest.wakeups.remote, wake-ups of a CPU whose idle loop was polling (TIF_POLLING_NRFLAG): no IPI sent."},
     {"guest.sched.tick_preemptions", "count", "guest kernel", "Guest ticks whose check_preempt_tick() preempted a SCHED_NORMAL task. The guest.sched keys only in runs with SCHED_NORMAL tasks."},
     {"guest.sched.wakeup_preemptions", "count", "guest kernel", "Wake-ups whose check_preempt_wakeup() preempted a SCHED_NORMAL task (the wakee's vruntime more than the wakeup granularity behind)."},
     {"guest.sched.fair_switches", "count", "guest kernel", "Guest context switches from one SCHED_NORMAL task to another."},

@@ -189,8 +189,8 @@ KVMSIM_DECLARE_METRICS(kut, {
     {"tscdeadline_latency.min_cycles", "cycles", "tscdeadline_latency", "Smallest latency, in guest TSC cycles."},
     {"tscdeadline_latency.max_cycles", "cycles", "tscdeadline_latency", "Largest latency, in guest TSC cycles."},
     {"vmexit.<test>.cycles", "cycles", "vmexit", "What x86/vmexit prints for test `<test>` (tscdeadline, tscdeadline_immed, ipi, ipi_halt): guest TSC cycles per iteration of the first batch that took vmexit.goal_cycles."},
-    {"vmexit.<test>.iterations", "count", "vmexit", "Iterations of that batch (64, doubled before each batch until one takes vmexit.goal_cycles)."},
-    {"vmexit.<test>.stage.<stage>.cycles", "cycles", "vmexit", "Host cycles per iteration spent in stage `<stage>` (the breakdown's stage names) during that batch, over all pCPUs; stages with none are left out."},
+    {"vmexit.<test>.iterations", "count", "vmexit", "Iterations of the batch `vmexit.<test>.cycles` comes from (64, doubled before each batch until one takes vmexit.goal_cycles)."},
+    {"vmexit.<test>.stage.<stage>.cycles", "cycles", "vmexit", "Host cycles per iteration spent in stage `<stage>` (the breakdown's stage names) during the same batch, over all pCPUs; stages with none are left out."},
     {"ipi.handled", "count", "vmexit", "IPI handler runs on the targets (vmexit's ipi tests)."},
 });
 // clang-format on
