@@ -16,6 +16,7 @@
 
 #include "sim/core/histogram.h"
 #include "sim/core/histogram_compare.h"
+#include "sim/core/metric_decl.h"
 #include "sim/core/scenario.h"
 #include "sim/core/stage.h"
 #include "sim/model_params.h"
@@ -46,6 +47,21 @@ py::list param_declarations() {
     py::list eras;
     for (const auto& e : d.eras) eras.append(py::make_tuple(e.since, e.value, e.why));
     r["eras"] = eras;
+    rows.append(r);
+  }
+  return rows;
+}
+
+// The metric declarations whose pattern starts with `prefix`, or that the key
+// `prefix` is an instance of (kvmsim metrics PREFIX).
+py::list metric_declarations(const std::string& prefix) {
+  py::list rows;
+  for (const auto* d : MetricRegistry::instance().select(prefix)) {
+    py::dict r;
+    r["key"] = d->pattern;
+    r["unit"] = d->unit;
+    r["emitter"] = d->emitter;
+    r["doc"] = d->doc;
     rows.append(r);
   }
   return rows;
@@ -301,6 +317,8 @@ PYBIND11_MODULE(_kvmsim, m) {
       "targets_yaml", [] { return kvmsim::validate::embedded_targets_text(); },
       "validation/targets.yaml as built into this package (the published figures)");
   m.def("param_declarations", &param_declarations, "Every declared parameter, as dicts");
+  m.def("metric_declarations", &metric_declarations, py::arg("prefix") = "",
+        "The metric declarations (pattern, unit, emitter, doc) under a prefix, as dicts");
   m.def("resolve", &resolve, py::arg("scenario"), py::arg("overrides"),
         "[(key, text, origin)] of a scenario ('' = defaults) with key=value overrides");
   m.def("parse_histogram_text", &parse_histogram_text, py::arg("text"));

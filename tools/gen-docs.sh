@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the reference pages of the docs site from the binary:
 #   docs/reference/parameters.md  kvmsim params --markdown
+#   docs/reference/metrics.md     kvmsim metrics --markdown
 #   docs/reference/cli.md         every subcommand's --help
 #   docs/validation.md            kvmsim validate --quick --markdown
 #
@@ -34,6 +35,36 @@ mkdir -p "$out/reference"
   echo
   "$BIN" params --markdown
 } >"$out/reference/parameters.md"
+
+{
+  echo "# Metrics"
+  echo
+  echo "Every key of \`summary.json\`'s \`\"metrics\"\` (and of \`kvmsim.run(...).metrics\` in Python), with"
+  echo "its unit, the component or workload that reports it and what it counts, as"
+  echo "\`kvmsim metrics --markdown\` prints them (generated; do not edit: \`tools/gen-docs.sh\`"
+  echo "rewrites this page and CI checks that it matches the binary). \`kvmsim metrics PREFIX\`"
+  echo "prints the declarations of one group, or of one key as a summary spells it"
+  echo "(\`kvmsim metrics vcpu.3.steal_s\`)."
+  echo
+  echo "A key is declared once, as a pattern. A part in angle brackets stands for one"
+  echo "dot-free part of the key: \`<n>\` for a decimal index (\`vcpu.<n>.steal_s\` is"
+  echo "\`vcpu.0.steal_s\`, \`vcpu.1.steal_s\`, ...; vCPUs are numbered VM-major, pCPUs by"
+  echo "their host CPU number, VMs from 0, as in \`tlb.vm<n>.flushes\`), any other name for a"
+  echo "word, listed in the meaning: \`<reason>\` an exit reason as the kernel spells it"
+  echo "(\`HLT\`, \`MSR_WRITE\`), \`<stage>\` a stage of the latency breakdown (\`vmexit\`,"
+  echo "\`handle_exit\`, \`guest_irq_entry\`, ...), \`<state>\` a cpuidle state of the platform"
+  echo "(\`C1E-HSW\`), \`<test>\` a kvm-unit-tests vmexit test, \`<config>\` a lat_ctx point"
+  echo "(\`16p_64K\`), \`<band>\` a TLB-flush wait band (\`lt100us\`). Where a key matches two"
+  echo "patterns (\`breakdown.total.avg_ns\`), the one with fewer placeholders applies."
+  echo
+  echo "Which keys a run has depends on its workload and settings; a key marked \"only"
+  echo "with\" or \"only when\" is absent otherwise. Units: \`count\` events or items, \`s\`, \`ns\`,"
+  echo "\`us\` simulated time, \`cycles\` TSC cycles (the meaning says whether the guest's or"
+  echo "the host's), \`fraction\` a share from 0 to 1, \`per_s\` and \`Hz\` rates per simulated"
+  echo "second, \`id\` an identifier, \`bool\` 1 or 0."
+  echo
+  "$BIN" metrics --markdown
+} >"$out/reference/metrics.md"
 
 {
   echo "# Command line"
@@ -73,7 +104,7 @@ mkdir -p "$out/reference"
 
 if [[ $check == 1 ]]; then
   status=0
-  for f in reference/parameters.md reference/cli.md validation.md; do
+  for f in reference/parameters.md reference/metrics.md reference/cli.md validation.md; do
     if ! cmp -s "$out/$f" "docs/$f"; then
       echo "gen-docs: docs/$f differs from what $BIN prints (run tools/gen-docs.sh)" >&2
       diff -u "docs/$f" "$out/$f" | head -20 >&2 || true
@@ -83,4 +114,4 @@ if [[ $check == 1 ]]; then
   [[ $status == 0 ]] && echo "gen-docs: the generated pages match $BIN"
   exit $status
 fi
-echo "gen-docs: wrote docs/reference/parameters.md, docs/reference/cli.md, docs/validation.md"
+echo "gen-docs: wrote docs/reference/parameters.md, docs/reference/metrics.md, docs/reference/cli.md, docs/validation.md"

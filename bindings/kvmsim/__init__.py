@@ -16,7 +16,7 @@ statistics) is the same C++ code as the CLI's, bound in-process (``_kvmsim``).
 __version__ = "0.1"  # the CMake project version
 
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash, SimulationError
-from ._params import params, resolve, validate
+from ._params import metrics, params, resolve, validate
 from ._histogram import Histogram, compare, load_histogram, read_histogram
 from ._trace import read_trace, trace_stats
 from ._run import RunResult, find_binary, run
@@ -34,7 +34,7 @@ def scenario(name):
 
 __all__ = [
     "KvmsimError", "RunTimeout", "ScenarioError", "SimulationCrash", "SimulationError",
-    "params", "resolve", "validate",
+    "metrics", "params", "resolve", "validate",
     "Histogram", "compare", "load_histogram", "read_histogram",
     "read_trace", "trace_stats",
     "RunResult", "find_binary", "run",

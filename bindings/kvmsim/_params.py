@@ -15,6 +15,21 @@ def params():
     return df[["key", "type", "default", "unit", "range", "min", "max", "choices", "doc"]]
 
 
+def metrics(prefix=""):
+    """What each key of a run's metrics means (what ``kvmsim metrics`` prints).
+
+    Args:
+        prefix: only the declarations whose pattern starts with it, or the one a
+            full key is an instance of (``"halt_poll."``, ``"vcpu.3.steal_s"``).
+
+    Returns:
+        pandas.DataFrame: columns key (the pattern, e.g. ``vcpu.<n>.steal_s``),
+        unit, emitter, doc; one row per declaration, sorted by key.
+    """
+    return pd.DataFrame(_kvmsim.metric_declarations(prefix),
+                        columns=["key", "unit", "emitter", "doc"])
+
+
 def value_text(value):
     """A Python value as ``--set`` text: True -> "true", [2, 3] -> "[2, 3]"."""
     if isinstance(value, bool):

@@ -24,7 +24,7 @@ TEST_CASE("a misspelt subcommand is named and the subcommands are listed", "[cli
   const auto r = run_cli("rnu scenarios/cyclictest_pinned.yaml");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("unknown subcommand 'rnu'") &&
-                           Catch::Contains("run, params, trace-stats"));
+                           Catch::Contains("run, params, metrics, trace-stats"));
   const auto none = run_cli("");
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.output, Catch::Contains("A subcommand is required"));

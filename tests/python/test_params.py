@@ -62,3 +62,15 @@ def test_python_values_become_set_text():
     r = kvmsim.resolve(T1, set={"kvm.enable_hv_timer": False, "vm.pinning": [3, 2]})
     assert r["kvm.enable_hv_timer"] == "false"
     assert r["vm.pinning"] == "[3, 2]"
+
+
+def test_metrics_frame_matches_the_cli_listing_and_finds_a_key(kvmsim_binary):
+    df = kvmsim.metrics()
+    assert list(df.columns) == ["key", "unit", "emitter", "doc"]
+    assert df["key"].is_unique and list(df["key"]) == sorted(df["key"])
+    listing = subprocess.run([kvmsim_binary, "metrics"], capture_output=True, text=True,
+                             check=True).stdout
+    assert set(df["key"]) == {line.split()[0] for line in listing.splitlines()[1:]}
+    one = kvmsim.metrics("vcpu.3.steal_s")
+    assert list(one["key"]) == ["vcpu.<n>.steal_s"] and one["unit"].iloc[0] == "s"
+    assert set(kvmsim.metrics("halt_poll.")["key"]) >= {"halt_poll.successful", "halt_poll.attempted"}

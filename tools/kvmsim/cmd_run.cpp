@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/metric_decl.h"
 #include "sim/core/observer.h"
 #include "sim/core/output_errors.h"
 #include "sim/core/scenario.h"
@@ -203,6 +204,11 @@ int run(RunArgs& a) {
         "say sim.partial = 1\n",
         where, sig ? " by a signal" : " at sim.max_simulated_s");
   }
+  // Every key has a declaration (sim/core/metric_decl.h); the declaration
+  // test runs every scenario, this catches the runs it does not.
+  for (const auto& key : undeclared_metrics(result.metrics))
+    std::cerr << "kvmsim: warning: metric '" << key
+              << "' has no declaration (declare it beside its emitter, sim/core/metric_decl.h)\n";
   if (out.summary.active()) out.summary.write(summary_json(result, params, a.scenario));
   if (out.histogram.active()) {
     if (result.histogram)

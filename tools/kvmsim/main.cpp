@@ -1,6 +1,7 @@
 // kvmsim command line: run a scenario, list parameters.
 //   kvmsim run SCENARIO [--set key=value]... [--seed N] [--out DIR] [--trace FILE]
 //   kvmsim params [--markdown]
+//   kvmsim metrics [PREFIX] [--markdown]
 //   kvmsim trace-stats FILE [--json]
 //   kvmsim run ... [--perfetto FILE] [--vcd FILE]; kvmsim explain SCENARIO [--sample N]
 //   kvmsim --version
@@ -17,6 +18,7 @@
 #include <systemc>
 
 #include "sim/core/invariants.h"
+#include "sim/core/metric_decl.h"
 #include "sim/core/scenario.h"
 #include "sim/model_params.h"
 #include "tools/kvmsim/cli_checks.h"
@@ -35,6 +37,17 @@ std::string version_text() {
   std::string banner = g_systemc_banner.str();
   while (!banner.empty() && (banner.front() == '\n')) banner.erase(0, 1);
   return "kvmsim " + std::string(KVMSIM_VERSION) + "\n" + banner;
+}
+
+// kvmsim metrics [PREFIX] [--markdown]: the declarations whose pattern starts
+// with PREFIX, or that the key PREFIX is an instance of.
+void print_metrics(const std::string& prefix, bool markdown) {
+  const auto decls = kvmsim::MetricRegistry::instance().select(prefix);
+  if (decls.empty())
+    throw kvmsim::cli::UsageError("no metric key starts with or matches '" + prefix +
+                                  "' (kvmsim metrics lists them all)");
+  std::cout << (markdown ? kvmsim::format_metric_markdown(decls)
+                         : kvmsim::format_metric_table(decls));
 }
 
 }  // namespace
@@ -68,6 +81,14 @@ int sc_main(int argc, char* argv[]) {
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
   params->add_flag("--markdown", markdown, "As a Markdown table (docs/reference/parameters.md)");
+  auto* metrics = app.add_subcommand(
+      "metrics", "List what each key of summary.json's \"metrics\" means: unit, emitter, meaning");
+  std::string metrics_prefix;
+  metrics->add_option("PREFIX", metrics_prefix,
+                      "Only the keys that start with PREFIX, or the declaration of the key PREFIX "
+                      "(e.g. vcpu, halt_poll., vcpu.3.steal_s)");
+  metrics->add_flag("--markdown", markdown,
+                    "As Markdown tables, one per key prefix (docs/reference/metrics.md)");
 
   const auto trace_stats = add_trace_stats_command(app);
   const auto compare = add_compare_command(app);
@@ -114,6 +135,8 @@ int sc_main(int argc, char* argv[]) {
     else if (params->parsed())
       std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
                              : kvmsim::format_param_table(kvmsim::model_params()));
+    else if (metrics->parsed())
+      print_metrics(metrics_prefix, markdown);
     else
       for (const auto& c : python_commands)  // sweep, plot (issue 11)
         if (c.app->parsed()) rc = c.run();

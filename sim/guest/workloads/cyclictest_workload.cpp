@@ -1,5 +1,6 @@
 // workload.type: cyclictest — one measurement thread on cyclictest.vcpu of
 // VM 0, in a Linux guest on every vCPU.
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/cyclictest.h"
 #include "sim/guest/workloads/workload.h"
@@ -70,3 +71,20 @@ KVMSIM_REGISTER_WORKLOAD(
     nullptr, [](const ParamSet& p) { return std::make_unique<CyclictestWorkload>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(cyclictest, {
+    {"cyclictest.loops", "count", "cyclictest", "Latency samples taken (cyclictest's loop count)."},
+    {"cyclictest.min_us", "us", "cyclictest", "Smallest wake-up latency (clock_nanosleep() deadline to the task running), as cyclictest's Min. The `_us` keys without cyclictest.nsecs."},
+    {"cyclictest.avg_us", "us", "cyclictest", "Mean wake-up latency (cyclictest's Avg, here not truncated)."},
+    {"cyclictest.max_us", "us", "cyclictest", "Largest wake-up latency (cyclictest's Max)."},
+    {"cyclictest.p50_us", "us", "cyclictest", "Median of the latency histogram (1 us buckets)."},
+    {"cyclictest.p99_us", "us", "cyclictest", "99th percentile of the latency histogram (1 us buckets)."},
+    {"cyclictest.min_ns", "ns", "cyclictest", "As cyclictest.min_us, in ns: cyclictest -N (cyclictest.nsecs); the `_ns` keys replace the `_us` ones."},
+    {"cyclictest.avg_ns", "ns", "cyclictest", "As cyclictest.avg_us, in ns (cyclictest.nsecs); the exact mean, which cyclictest prints truncated."},
+    {"cyclictest.max_ns", "ns", "cyclictest", "As cyclictest.max_us, in ns (cyclictest.nsecs)."},
+    {"cyclictest.p50_ns", "ns", "cyclictest", "Median of the 1 ns histogram (cyclictest.nsecs)."},
+    {"cyclictest.p99_ns", "ns", "cyclictest", "99th percentile of the 1 ns histogram (cyclictest.nsecs)."},
+    {"cyclictest.overflows", "count", "cyclictest", "Samples beyond the histogram's last bucket (cyclictest -h's overflows)."},
+});
+// clang-format on

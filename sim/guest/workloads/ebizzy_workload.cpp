@@ -38,6 +38,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/guest_smp.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/kernel/rwsem.h"
@@ -422,3 +423,82 @@ KVMSIM_REGISTER_WORKLOAD(
     declare_ebizzy_params, [](const ParamSet& p) { return std::make_unique<EbizzyWorkload>(p); })
 
 }  // namespace kvmsim
+
+// The keys of the flush statistics (GuestMm::report_stats()), summed over the
+// VMs (tlb.*) and per VM (tlb.vm<n>.*).
+static std::vector<kvmsim::MetricDecl> ebizzy_tlb_metrics() {
+  // clang-format off
+  const std::vector<kvmsim::MetricDecl> keys = {
+    {"flushes", "count", "ebizzy", "Remote TLB flushes by the ebizzy threads: flush_tlb_mm_range() calls with other CPUs of the process in the mask."},
+    {"ipi_flushes", "count", "ebizzy", "Of tlb.flushes, those that sent IPIs and so waited in csd_lock_wait() (with PV flush, the others left every target to the host)."},
+    {"targets", "count", "ebizzy", "Other CPUs in the flush masks, summed over tlb.flushes."},
+    {"ipi_targets", "count", "ebizzy", "Of tlb.targets, those sent a CALL_FUNCTION IPI."},
+    {"pv_targets", "count", "ebizzy", "Of tlb.targets, those left to the host: preempted vCPUs flagged KVM_VCPU_FLUSH_TLB (PV TLB flush)."},
+    {"handler_flushes", "count", "ebizzy", "flush_tlb_func_remote() runs on the targets."},
+    {"ipi_targets_not_running", "count", "ebizzy", "Of tlb.ipi_targets, those whose vCPU thread was not in guest mode on its pCPU when the flush started (preempted or blocked on the host)."},
+    {"flushes_waiting_on_not_running", "count", "ebizzy", "Flushes with one or more targets counted in tlb.ipi_targets_not_running."},
+    {"wait_s", "s", "ebizzy", "Initiators' time from the first IPI to the return of the call (csd_lock_wait())."},
+    {"wait_not_running_s", "s", "ebizzy", "Of tlb.wait_s, the waits of the flushes with a target not running."},
+    {"wait_off_cpu_s", "s", "ebizzy", "Of tlb.wait_s, time the initiator's own vCPU thread was off its pCPU (run delay)."},
+    {"wait_avg_us", "us", "ebizzy", "Mean wait over tlb.ipi_flushes (the flushes that sent IPIs)."},
+    {"wait_max_us", "us", "ebizzy", "Longest wait."},
+    {"wait_band.<band>.flushes", "count", "ebizzy", "Flushes whose wait fell in band `<band>`: lt10us, lt100us, lt1ms, lt10ms (below 10 us, 100 us, 1 ms, 10 ms) or ge10ms."},
+    {"wait_band.<band>.s", "s", "ebizzy", "Total wait of the flushes in band `<band>`."},
+    {"wait_band.<band>.on_cpu_s", "s", "ebizzy", "Of `tlb.wait_band.<band>.s`, time the initiator spent on its pCPU (spinning in csd_lock_wait(), the IPI sends, PAUSE exits)."},
+  };
+  // clang-format on
+  std::vector<kvmsim::MetricDecl> out;
+  for (const auto& k : keys) {
+    out.push_back({"tlb." + k.pattern, k.unit, k.emitter, k.doc + " All VMs."});
+    out.push_back({"tlb.vm<n>." + k.pattern, k.unit, k.emitter,
+                   "As `tlb." + k.pattern + "`, for VM `<n>` alone."});
+  }
+  return out;
+}
+KVMSIM_DECLARE_METRICS(ebizzy_tlb, ebizzy_tlb_metrics());
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(ebizzy, {
+    {"ebizzy.records_per_s", "per_s", "ebizzy", "What ebizzy prints: records per second of simulated time, all threads of a VM, averaged over the VMs."},
+    {"ebizzy.vm<n>.records_per_s", "per_s", "ebizzy", "Records per second of VM `<n>`'s threads."},
+    {"ebizzy.vm<n>.records", "count", "ebizzy", "Records VM `<n>`'s threads completed."},
+    {"ebizzy.threads", "count", "ebizzy", "ebizzy threads, all VMs."},
+    {"ebizzy.thread_records_min", "count", "ebizzy", "Fewest records one thread made (how evenly the threads shared their vCPUs)."},
+    {"ebizzy.thread_records_max", "count", "ebizzy", "Most records one thread made."},
+    {"ebizzy.flush_wait_s", "s", "ebizzy", "Initiators' time in csd_lock_wait() for flush acknowledgements (tlb.wait_s)."},
+    {"ebizzy.flush_wait_on_cpu_share", "fraction", "ebizzy", "The on-CPU part of ebizzy.flush_wait_s as a share of the vCPU threads' CPU time: what perf top in the guest puts in smp_call_function_many()."},
+    {"mmap_sem.read_acquires", "count", "ebizzy", "down_read() acquisitions of the ebizzy processes' mmap_sem, all VMs."},
+    {"mmap_sem.write_acquires", "count", "ebizzy", "down_write() acquisitions."},
+    {"mmap_sem.read_contended", "count", "ebizzy", "down_read() calls whose fast path failed."},
+    {"mmap_sem.write_contended", "count", "ebizzy", "down_write() calls whose fast path failed."},
+    {"mmap_sem.write_spins", "count", "ebizzy", "Contended down_write() calls that spun on the owner (rwsem_optimistic_spin())."},
+    {"mmap_sem.spin_acquires", "count", "ebizzy", "Of mmap_sem.write_spins, those that got the lock while spinning."},
+    {"mmap_sem.read_sleeps", "count", "ebizzy", "Readers that queued and slept."},
+    {"mmap_sem.write_sleeps", "count", "ebizzy", "Writers that queued and slept."},
+    {"mmap_sem.sleeps_owner_preempted", "count", "ebizzy", "Writer sleeps because the owner was not spinnable: its vCPU preempted, it off its CPU, or need_resched here."},
+    {"mmap_sem.sleeps_reader_owned", "count", "ebizzy", "Writer sleeps because readers held the lock (not spinnable)."},
+    {"mmap_sem.wakeups", "count", "ebizzy", "Waiters woken by rwsem_wake()."},
+    {"mmap_sem.wait_s", "s", "ebizzy", "Contended acquisitions' time from the first try to holding the lock."},
+    {"mmap_sem.spin_s", "s", "ebizzy", "Of mmap_sem.wait_s, time spent spinning."},
+    {"mmap_sem.hold_write_s", "s", "ebizzy", "Time the write lock was held."},
+    {"ebizzy.lock.acquires", "count", "ebizzy", "spin_lock() acquisitions of the guest-wide spinlock (ebizzy.lock_sections), all VMs. The ebizzy.lock keys only with ebizzy.lock_sections."},
+    {"ebizzy.lock.contended", "count", "ebizzy", "Acquisitions that found the lock held or CPUs waiting (queued, or spun in virt_spin_lock())."},
+    {"ebizzy.lock.hold_preempted", "count", "ebizzy", "Holds during which the holder's vCPU thread was off its pCPU (lock-holder preemption)."},
+    {"ebizzy.lock.steals", "count", "ebizzy", "PV: acquisitions that took the free lock ahead of a queue whose head was not spinning (lock stealing)."},
+    {"ebizzy.lock.pv_wait_node", "count", "ebizzy", "PV: halts (pv_wait()) of queued CPUs behind the head."},
+    {"ebizzy.lock.pv_wait_early", "count", "ebizzy", "Of ebizzy.lock.pv_wait_node, halts pv_wait_early() brought forward (the predecessor was halted, or preempted)."},
+    {"ebizzy.lock.pv_wait_early_preempted", "count", "ebizzy", "Of ebizzy.lock.pv_wait_early, those because the predecessor's vCPU was preempted while its node was not halted: what vcpu_is_preempted() added to pv_wait_early() (v4.11 to v5.3)."},
+    {"ebizzy.lock.pv_wait_head", "count", "ebizzy", "PV: halts of the queue head."},
+    {"ebizzy.lock.pv_kick", "count", "ebizzy", "PV: unlocks that kicked a halted head (pv_kick(), KVM_HC_KICK_CPU)."},
+    {"ebizzy.lock.wait_s", "s", "ebizzy", "Contended acquisitions' time from the first try to holding the lock."},
+    {"ebizzy.lock.wait_off_cpu_s", "s", "ebizzy", "Of ebizzy.lock.wait_s, time the waiter's own vCPU thread was off its pCPU."},
+    {"ebizzy.lock.hold_s", "s", "ebizzy", "Time the lock was held."},
+    {"ebizzy.lock.handoffs", "count", "ebizzy", "Unlocks that handed the lock to a spinning queue head."},
+    {"ebizzy.lock.handoff_s", "s", "ebizzy", "Time from the ebizzy.lock.handoffs until the head's CPU saw the lock free."},
+    {"ebizzy.lock.handoff_off_cpu_s", "s", "ebizzy", "Of ebizzy.lock.handoff_s, time the head's vCPU thread was off its pCPU."},
+    {"ebizzy.lock.free_halted_head_s", "s", "ebizzy", "PV: time the lock was free while the queue head was halted or being kicked (open to steals)."},
+    {"ebizzy.lock.queue_drains", "count", "ebizzy", "Times the MCS queue drained (its last node left)."},
+    {"ebizzy.lock.queue_len_avg", "count", "ebizzy", "Nodes queued, averaged over the run and the VMs' locks."},
+    {"ebizzy.lock.last_drain_s", "s", "ebizzy", "Simulated time at which any VM's queue last drained (0: never)."},
+});
+// clang-format on

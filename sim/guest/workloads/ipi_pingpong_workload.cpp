@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
@@ -150,3 +151,12 @@ KVMSIM_REGISTER_WORKLOAD(
     declare_ipi_pingpong_params, [](const ParamSet& p) { return std::make_unique<IpiPingPong>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(ipi_pingpong, {
+    {"ipi_pingpong.round_trips", "count", "ipi_pingpong", "Round trips completed: the token went from task a to task b and back."},
+    {"ipi_pingpong.avg_us", "us", "ipi_pingpong", "Mean round trip (guest clock); what lmbench lat_pipe prints as Pipe latency."},
+    {"ipi_pingpong.min_us", "us", "ipi_pingpong", "Shortest round trip."},
+    {"ipi_pingpong.max_us", "us", "ipi_pingpong", "Longest round trip."},
+});
+// clang-format on

@@ -2,6 +2,7 @@
 // replace the Linux guest on a one-vCPU VM (-smp 1).
 #include <fmt/format.h>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/kut.h"
 #include "sim/guest/workloads/kut_ipi.h"
 #include "sim/guest/workloads/workload.h"
@@ -180,3 +181,16 @@ KVMSIM_REGISTER_WORKLOAD(
     nullptr, [](const ParamSet& p) { return std::make_unique<VmexitWorkload>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(kut, {
+    {"tscdeadline_latency.samples", "count", "tscdeadline_latency", "Latencies measured (tscdeadline_latency.size)."},
+    {"tscdeadline_latency.avg_cycles", "cycles", "tscdeadline_latency", "Mean latency from the TSC deadline to the handler's rdtsc, in guest TSC cycles."},
+    {"tscdeadline_latency.min_cycles", "cycles", "tscdeadline_latency", "Smallest latency, in guest TSC cycles."},
+    {"tscdeadline_latency.max_cycles", "cycles", "tscdeadline_latency", "Largest latency, in guest TSC cycles."},
+    {"vmexit.<test>.cycles", "cycles", "vmexit", "What x86/vmexit prints for test `<test>` (tscdeadline, tscdeadline_immed, ipi, ipi_halt): guest TSC cycles per iteration of the first batch that took vmexit.goal_cycles."},
+    {"vmexit.<test>.iterations", "count", "vmexit", "Iterations of the batch `vmexit.<test>.cycles` comes from (64, doubled before each batch until one takes vmexit.goal_cycles)."},
+    {"vmexit.<test>.stage.<stage>.cycles", "cycles", "vmexit", "Host cycles per iteration spent in stage `<stage>` (the breakdown's stage names) during the same batch, over all pCPUs; stages with none are left out."},
+    {"ipi.handled", "count", "vmexit", "IPI handler runs on the targets (vmexit's ipi tests)."},
+});
+// clang-format on

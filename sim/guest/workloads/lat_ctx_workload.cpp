@@ -20,6 +20,7 @@
 
 #include <sstream>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
@@ -223,3 +224,11 @@ KVMSIM_REGISTER_WORKLOAD(
     declare_lat_ctx_params, [](const ParamSet& p) { return std::make_unique<LatCtx>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(lat_ctx, {
+    {"lat_ctx.<config>.us", "us", "lat_ctx", "What lat_ctx prints for point `<config>` (`<procs>p_<kb>K`, e.g. 2p_0K, 16p_64K, from lat_ctx.table): time per hop less its overhead."},
+    {"lat_ctx.<config>.hop_us", "us", "lat_ctx", "Mean time per token hop (one process to the next, a context switch on another vCPU) at point `<config>`, laps after the first."},
+    {"lat_ctx.<config>.ovr_us", "us", "lat_ctx", "Overhead per hop that lat_ctx subtracts at point `<config>`: the pipe read and write and the data touch, without a context switch."},
+});
+// clang-format on

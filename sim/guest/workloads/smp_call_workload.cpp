@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
 #include "sim/system.h"
@@ -177,3 +178,13 @@ KVMSIM_REGISTER_WORKLOAD(smp_call,
                          [](const ParamSet& p) { return std::make_unique<SmpCallWorkload>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(smp_call, {
+    {"smp_call.calls", "count", "smp_call", "Cross calls made (smp_call_function_many(), or _single() for one target)."},
+    {"smp_call.avg_us", "us", "smp_call", "Mean time from the call to its return on the caller (guest clock)."},
+    {"smp_call.early_returns", "count", "smp_call", "Calls that returned before every target had run the function (must be 0 with smp_call.wait)."},
+    {"smp_call.functions_run", "count", "smp_call", "Function runs on the targets."},
+    {"smp_call.targets", "count", "smp_call", "Target vCPUs of each call (smp_call.targets, or every other vCPU)."},
+});
+// clang-format on

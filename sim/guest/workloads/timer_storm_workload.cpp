@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/guest_kernel.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/workload.h"
@@ -228,3 +229,14 @@ KVMSIM_REGISTER_WORKLOAD(
     [](const ParamSet& p) { return std::make_unique<TimerStormWorkload>(p); })
 
 }  // namespace kvmsim
+
+// clang-format off
+KVMSIM_DECLARE_METRICS(timer_storm, {
+    {"timer_storm.expiries", "count", "timer_storm", "Callbacks of the self-rearming hrtimer."},
+    {"timer_storm.overruns", "count", "timer_storm", "Periods hrtimer_forward_now() skipped (the callback came more than a period late)."},
+    {"timer_storm.period_ns", "ns", "timer_storm", "The timer's period (from timer_storm.rate_hz)."},
+    {"timer_storm.lateness_avg_ns", "ns", "timer_storm", "Mean time from the expiry to the callback (guest clock)."},
+    {"timer_storm.lateness_max_ns", "ns", "timer_storm", "Largest time from an expiry to its callback."},
+    {"timer_storm.rate_hz", "Hz", "timer_storm", "Rate achieved between the first and the last callback (host clock)."},
+});
+// clang-format on
