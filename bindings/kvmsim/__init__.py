@@ -19,7 +19,7 @@ from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash, Si
 from ._params import metrics, params, resolve, validate
 from ._histogram import Histogram, compare, load_histogram, read_histogram
 from ._trace import read_trace, trace_stats
-from ._run import RunResult, find_binary, run
+from ._run import KvmsimWarning, RunResult, find_binary, run
 from ._sweep import scenario_sweep, sweep
 from . import published
 
@@ -37,7 +37,7 @@ __all__ = [
     "metrics", "params", "resolve", "validate",
     "Histogram", "compare", "load_histogram", "read_histogram",
     "read_trace", "trace_stats",
-    "RunResult", "find_binary", "run",
+    "KvmsimWarning", "RunResult", "find_binary", "run",
     "scenario_sweep", "sweep", "published", "scenario",
 ]
 

@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import warnings
 import threading
 
 import pandas as pd
@@ -112,6 +113,21 @@ def run_child(args, timeout=None, group=None):
     return out, err
 
 
+class KvmsimWarning(UserWarning):
+    """A warning ``kvmsim run`` printed: a setting that could not act, or a result one
+    artefact dominates (halt polling that never polled, vCPUs sharing a pCPU without a
+    tick, a latency maximum that is a scheduler slice)."""
+
+
+_WARNING_PREFIX = "kvmsim: warning: "
+
+
+def parse_warnings(stderr):
+    """The ``kvmsim: warning:`` lines of a run's stderr, without the prefix."""
+    return [l[len(_WARNING_PREFIX):] for l in (stderr or "").splitlines()
+            if l.startswith(_WARNING_PREFIX)]
+
+
 def parse_exit_table(text):
     """{reason: (min_us, max_us)} from the `perf kvm stat`-style table `kvmsim run` prints
     (the per-reason min/max that summary.json does not carry). {} if there is none."""
@@ -144,9 +160,13 @@ class RunResult:
             without a latency histogram).
         histogram_file: the full :class:`Histogram` (overflows, printed
             min/avg/max), or ``None``.
+        warnings: the run's warnings (list of str), as ``kvmsim run`` printed them:
+            a setting that could not act, or a result one artefact dominates. Each is
+            also issued as a :class:`KvmsimWarning`.
     """
 
-    def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None):
+    def __init__(self, scenario, set, seed, summary, histogram_file=None, exit_min_max=None,
+                 warnings=()):
         self.scenario = scenario
         self.set = dict(set or {})
         self.seed = seed if seed is not None else int(summary["metrics"].get("sim.seed", -1))
@@ -155,6 +175,7 @@ class RunResult:
         self.histogram_file = histogram_file
         self.histogram = None if histogram_file is None else histogram_file.counts
         self._exit_min_max = dict(exit_min_max or {})
+        self.warnings = list(warnings)
 
     @property
     def exits(self):
@@ -267,14 +288,18 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
             args += ["--seed", str(int(seed))]
         if trace is not None:
             args += ["--trace", os.fspath(trace)]
-        stdout, _ = run_child(args, timeout, _group)
+        stdout, stderr = run_child(args, timeout, _group)
         with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
         hist_path = os.path.join(out_dir, "histogram.txt")
         hist = load_histogram(hist_path) if os.path.exists(hist_path) else None
         if hist is not None and tmp is not None:
             hist.source = None
-        return RunResult(scenario, set, seed, summary, hist, parse_exit_table(stdout))
+        result = RunResult(scenario, set, seed, summary, hist, parse_exit_table(stdout),
+                           warnings=parse_warnings(stderr))
+        for w in result.warnings:
+            warnings.warn(f"kvmsim: {w}", KvmsimWarning, stacklevel=2)
+        return result
     finally:
         if tmp is not None:
             tmp.cleanup()

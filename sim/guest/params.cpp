@@ -10,9 +10,10 @@ void declare_guest_params(ParamRegistry& r) {
   r.declare({"guest.kernel", ParamType::String, "6.6", "version", {}, {}, {},
              "Guest kernel version of the Linux guest (e.g. 4.9, 5.4, 6.6): sets the defaults of "
              "the guest-side version switches."});
-  r.declare({"guest.idle", ParamType::String, "poll", "", {}, {}, {"poll", "hlt"},
-             "Guest idle loop: poll (idle=poll: spins, the tick keeps running) or hlt "
-             "(default_idle: HLT exit and the vCPU thread blocks; the tick stops in idle)."});
+  r.declare({"guest.idle", ParamType::String, "hlt", "", {}, {}, {"poll", "hlt"},
+             "Guest idle loop: hlt (a stock guest's default_idle: HLT exit and the vCPU "
+             "thread blocks; the tick stops in idle) or poll (idle=poll, as real-time guests "
+             "boot: spins, the tick keeps running)."});
   r.declare({"guest.idle_poll_stops_tick", ParamType::Bool, "false", "bool", {}, {}, {},
              "idle=poll enters through tick_nohz_idle_enter(): the tick stops in idle when no "
              "timer is due before the next tick and restarts on idle exit, one more clockevent "

@@ -1,5 +1,6 @@
 #include "sim/sched/host.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -33,9 +34,10 @@ Host::Host(const ParamSet& p, SimContext& ctx)
       sched_(std::make_unique<HostScheduler>(
           topo_, HostScheduler::tunables_from(p, ctx.clock, topo_.cpus()))),
       costs_(pcpu_costs(p, ctx.clock)),
-      tick_hz_(p.i("host.tick_hz")),
+      tick_hz_(static_cast<std::size_t>(topo_.cpus())),
       tick_cost_(p.dist("cost.host.tick").bind(ctx.clock)) {
   by_id_.resize(static_cast<std::size_t>(topo_.cpus()));
+  for (int c = 0; c < topo_.cpus(); ++c) tick_hz_[static_cast<std::size_t>(c)] = tick_hz_of(p, c);
   sched_->on_migrate = [this](const SchedEntity& se, int from, int to, Tsc t) {
     if (const HostThread* th = thread_of(se))
       sched_signals_.sched_migrate_task(th->comm(), th->pid(), 120 + se.nice, from, to, t);
@@ -44,13 +46,24 @@ Host::Host(const ParamSet& p, SimContext& ctx)
 
 Host::~Host() = default;
 
+// The tick a pCPU runs: host.tick_hz when the scenario sets it, else by the
+// pCPU's set-up. tick_nohz_full_cpu() pCPUs (isolcpus + nohz_full) keep the
+// 1 Hz residual tick of tick_sched_do_timer()/tick_nohz_stop_tick() while one
+// task runs; a stock pCPU ticks at CONFIG_HZ whenever it is not idle.
+std::int64_t Host::tick_hz_of(const ParamSet& p, int cpu) {
+  const std::int64_t set = p.i("host.tick_hz");
+  if (set >= 0) return set;
+  const auto& iso = p.ints("host.isolcpus");
+  return std::find(iso.begin(), iso.end(), cpu) != iso.end() ? 1 : p.i("host.hz");
+}
+
 Pcpu& Host::pcpu(int cpu) {
   auto& slot = by_id_.at(static_cast<std::size_t>(cpu));
   if (slot) return *slot;
   slot = std::make_unique<Pcpu>(fmt::format("pcpu{}", cpu).c_str(), cpu, ctx_, costs_, *this);
   order_.push_back(slot.get());
-  if (tick_hz_ > 0) {
-    const Tsc period = ctx_.clock.tsc_khz * 1000 / static_cast<Tsc>(tick_hz_);
+  if (const std::int64_t hz = tick_hz_[static_cast<std::size_t>(cpu)]; hz > 0) {
+    const Tsc period = ctx_.clock.tsc_khz * 1000 / static_cast<Tsc>(hz);
     auto tick = std::make_unique<HostTick>(period, tick_cost_);
     // The tick's phase against the workload's timers is arbitrary on a real
     // host; a fixed phase would hit the same wake-up every time.

@@ -28,6 +28,9 @@ PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk);
 class Host : public MetricSource {
  public:
   Host(const ParamSet& p, SimContext& ctx);
+  // The tick pCPU `cpu` runs under `p` (host.tick_hz, or by context: the
+  // residual 1 Hz on host.isolcpus, host.hz elsewhere); 0 = none.
+  static std::int64_t tick_hz_of(const ParamSet& p, int cpu);
   ~Host() override;
 
   [[nodiscard]] const Topology& topology() const { return topo_; }
@@ -67,7 +70,7 @@ class Host : public MetricSource {
   Topology topo_;
   std::unique_ptr<HostScheduler> sched_;
   PcpuCosts costs_;
-  std::int64_t tick_hz_;
+  std::vector<std::int64_t> tick_hz_;  // by pCPU (tick_hz_of)
   Sampler tick_cost_;
   std::vector<std::unique_ptr<Pcpu>> by_id_;
   std::vector<Pcpu*> order_;

@@ -1,6 +1,7 @@
 // Unit tests for the host scheduler across pCPUs (sim/sched/host_sched.h).
 // The clock runs at 1 GHz: one cycle is one nanosecond.
 #include "sim/sched/host_sched.h"
+#include "sim/sched/host.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -653,4 +654,24 @@ TEST_CASE("sched: periodic load balancing pulls one task from 3 to 1 and swaps 3
     crowd(off, pool2, 1, 1);
     CHECK(off.rebalance_domains(1, 10 * kMs).empty());
   }
+}
+
+TEST_CASE(
+    "sched: the host tick by context: CONFIG_HZ (host.hz) on a stock pCPU, the 1 Hz nohz_full "
+    "residual on a pCPU in host.isolcpus, host.tick_hz on every pCPU when set",
+    "[sched]") {
+  ParamSet p(model_params());
+  CHECK(p.i("host.tick_hz") == -1);  // by context unless a scenario says
+  CHECK(Host::tick_hz_of(p, 2) == 250);
+  p.set_text("host.isolcpus", "[2, 3]", "test");
+  CHECK(Host::tick_hz_of(p, 2) == 1);
+  CHECK(Host::tick_hz_of(p, 3) == 1);
+  CHECK(Host::tick_hz_of(p, 0) == 250);  // the housekeeping pCPU
+  p.set_text("host.hz", "1000", "test");
+  CHECK(Host::tick_hz_of(p, 0) == 1000);
+  p.set_text("host.tick_hz", "0", "test");
+  CHECK(Host::tick_hz_of(p, 0) == 0);
+  CHECK(Host::tick_hz_of(p, 2) == 0);
+  p.set_text("host.tick_hz", "100", "test");
+  CHECK(Host::tick_hz_of(p, 2) == 100);
 }

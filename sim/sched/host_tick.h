@@ -1,7 +1,7 @@
 // The host tick on a pCPU (tick_sched_timer): a periodic host hrtimer whose
 // work is one cost, forwarded by whole periods; it runs scheduler_tick().
-// host.tick_hz is CONFIG_HZ on a shared pCPU, the 1 Hz residual tick of
-// nohz_full on an isolated one.
+// Its rate is Host::tick_hz_of(): CONFIG_HZ (host.hz) on a stock pCPU, the
+// 1 Hz residual tick of nohz_full on an isolated one, or host.tick_hz.
 #pragma once
 
 #include "sim/core/dist.h"

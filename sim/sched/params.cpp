@@ -27,12 +27,24 @@ void declare_sched_params(ParamRegistry& r) {
              "Isolated pCPUs (isolcpus/nohz_full); vCPU threads are pinned to them."});
   r.declare({"host.tick_hz",
              ParamType::Int,
-             "1",
+             "-1",
              "Hz",
-             0,
+             -1,
              1000,
              {},
-             "Host tick on the isolated pCPUs (nohz_full keeps a 1 Hz residual tick)."});
+             "Host scheduler tick on every pCPU the run uses; -1 = by context: 1 on the pCPUs "
+             "in host.isolcpus (the residual tick nohz_full keeps while one task runs), host.hz "
+             "(CONFIG_HZ) on the others (a stock pCPU, where CFS preempts at the tick). "
+             "0 = no tick."});
+  r.declare({"host.hz",
+             ParamType::Int,
+             "250",
+             "Hz",
+             100,
+             1000,
+             {},
+             "The host kernel's CONFIG_HZ (250 in Debian's and Ubuntu's kernels, 1000 in "
+             "RHEL's): the tick of the pCPUs not in host.isolcpus when host.tick_hz is -1."});
   r.declare({"cost.host.irq_entry",
              ParamType::Dist,
              "300ns",

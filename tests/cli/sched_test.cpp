@@ -126,3 +126,29 @@ TEST_CASE(
   // (T6's published figure).
   CHECK(m.at("vmexit.ipi.cycles").get<double>() > 2 * published_figure("T6", "no_fastpath").value);
 }
+
+TEST_CASE(
+    "host tick by context: two CPU-bound vCPUs pinned to one stock pCPU are time-sliced at "
+    "CONFIG_HZ, isolated on the 1 Hz residual tick they are not and the run warns",
+    "[cli][sched]") {
+  const std::string base =
+      "run scenarios/cyclictest_pinned.yaml -q --set workload.type=busy --set vm.vcpus=2 "
+      "--set vm.pinning=[2,2] --set sim.max_simulated_s=0.5 --set host.tick_hz=-1 ";
+  // Not isolated: host.hz (250 Hz) ticks, CFS preempts at check_preempt_tick().
+  const auto stock_dir = out_dir("tick-stock");
+  const auto stock = run_cli(base + "--set host.isolcpus=[] --out " + stock_dir.string());
+  REQUIRE(stock.exit_code == 0);
+  CHECK(stock.output.find("warning: host.tick_hz") == std::string::npos);
+  const auto ms = read_json(stock_dir / "summary.json")["metrics"];
+  CHECK(ms.at("host.sched.context_switches").get<double>() > 20);
+  CHECK(ms.at("vcpu.1.run_s").get<double>() > 0.1);
+  // Isolated: the 1 Hz residual tick; each vCPU keeps the pCPU for its 1 s slice.
+  const auto iso_dir = out_dir("tick-iso");
+  const auto iso = run_cli(base + "--set host.isolcpus=[2] --out " + iso_dir.string());
+  REQUIRE(iso.exit_code == 0);
+  CHECK(
+      iso.output.find("warning: host.tick_hz: vCPU threads share pCPU 2 whose host tick is 1 Hz") !=
+      std::string::npos);
+  const auto mi = read_json(iso_dir / "summary.json")["metrics"];
+  CHECK(mi.at("host.sched.context_switches").get<double>() < 5);
+}

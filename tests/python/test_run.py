@@ -158,3 +158,14 @@ def test_kvmsim_binary_env_var_selects_the_cli(monkeypatch, tmp_path):
     exe = _fake_cli(tmp_path, "exit 0")
     monkeypatch.setenv("KVMSIM_BINARY", exe)
     assert kvmsim.find_binary() == exe
+
+
+def test_a_setting_that_could_not_act_comes_back_as_a_warning_and_in_the_result():
+    # Halt polling on a 1 kHz cyclictest: every halt outlasts a 20 us maximum, so no
+    # vCPU's window ever grows and nothing polls. The run says so, in Python too.
+    with pytest.warns(kvmsim.KvmsimWarning, match="halt polling is configured"):
+        r = kvmsim.run(T1, set={**SHORT, "guest.idle": "hlt", "kvm.halt_poll_ns": 20000})
+    assert r.metrics["halt_poll.attempted"] == 0 and r.metrics["vcpu.halts"] > 0
+    assert any(w.startswith("kvm.halt_poll_ns: ") for w in r.warnings)
+    quiet = kvmsim.run(T1, set=SHORT)  # the pinned idle=poll run: nothing to say
+    assert quiet.warnings == []

@@ -23,12 +23,14 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/advisory.h"
 #include "sim/core/metric_decl.h"
 #include "sim/core/observer.h"
 #include "sim/core/output_errors.h"
 #include "sim/core/scenario.h"
 #include "sim/model_params.h"
 #include "sim/report.h"
+#include "sim/sched/host.h"
 #include "sim/system.h"
 #include "tools/kvmsim/cli_checks.h"
 #include "tools/kvmsim/commands.h"
@@ -108,8 +110,10 @@ void check_pathological(const ParamSet& p, bool allow_partial) {
   }
   // Host events per simulated second over all pCPUs: noise, softirqs, ticks.
   const double pcpus = static_cast<double>(p.i("vm.count") * p.i("vm.vcpus"));
-  const double rate = pcpus * (p.d("noise.irq.rate_hz") + p.d("noise.softirq.rate_hz") +
-                               static_cast<double>(p.i("host.tick_hz")));
+  const auto& iso = p.ints("host.isolcpus");
+  const double tick_hz =
+      static_cast<double>(Host::tick_hz_of(p, iso.empty() ? -1 : static_cast<int>(iso.front())));
+  const double rate = pcpus * (p.d("noise.irq.rate_hz") + p.d("noise.softirq.rate_hz") + tick_hz);
   double span_s = p.d("sim.max_simulated_s");
   if (p.s("workload.type") == "cyclictest")
     span_s = std::min(span_s, static_cast<double>(p.i("cyclictest.loops")) *
@@ -209,6 +213,10 @@ int run(RunArgs& a) {
   for (const auto& key : undeclared_metrics(result.metrics))
     std::cerr << "kvmsim: warning: metric '" << key
               << "' has no declaration (declare it beside its emitter, sim/core/metric_decl.h)\n";
+  // A setting that could not act, a result one artefact dominates
+  // (sim/*/advisories.cpp).
+  for (const auto& adv : AdvisoryRegistry::instance().check(params, result.metrics))
+    std::cerr << "kvmsim: warning: " << adv.key << ": " << adv.text << "\n";
   if (out.summary.active()) out.summary.write(summary_json(result, params, a.scenario));
   if (out.histogram.active()) {
     if (result.histogram)
