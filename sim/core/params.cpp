@@ -598,4 +598,44 @@ std::string format_param_markdown(const ParamRegistry& reg) {
   return out;
 }
 
+namespace {
+
+// `text` as lines of at most `width` columns (words longer than that stay
+// whole), each after `indent`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t sp = std::min(text.find(' ', pos), text.size());
+    const std::string word = text.substr(pos, sp - pos);
+    pos = sp + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string format_param_blocks(const ParamRegistry& reg, std::string_view prefix,
+                                std::size_t width) {
+  std::string out;
+  for (const auto& d : reg.all()) {
+    if (d.key.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string head = d.key + "  " + param_type_name(d.type) + ", default " +
+                       (d.default_text.empty() ? "(empty)" : d.default_text);
+    if (!d.unit.empty()) head += " " + d.unit;
+    const std::string range = range_text(d, "");
+    if (!range.empty()) head += ", " + range;
+    if (param_kind(d) != "param") head += " (" + param_kind(d) + ")";
+    out += head + "\n" + wrap(doc_with_eras(d), std::max<std::size_t>(width, 40), "    ");
+  }
+  return out;
+}
+
 }  // namespace kvmsim

@@ -166,6 +166,11 @@ void apply_kernel_eras(ParamSet& set);
 std::string format_param_table(const ParamRegistry& reg);
 // Markdown table for docs/reference/parameters.md.
 std::string format_param_markdown(const ParamRegistry& reg);
+// `kvmsim params PREFIX`: the parameters whose key starts with `prefix`, one
+// block each (key, type, default, unit, range, kind; then the doc wrapped to
+// `width` columns); "" when none does.
+std::string format_param_blocks(const ParamRegistry& reg, std::string_view prefix,
+                                std::size_t width);
 
 // The core's own keys (platform identity, simulation control: params_decl.cpp);
 // every other folder declares its keys in its params.cpp (sim/model_params.h).

@@ -87,3 +87,24 @@ TEST_CASE("kvmsim params lists every contract key with its unit", "[cli][params]
     CHECK_THAT(r.output, Catch::Contains(k));
   }
 }
+
+TEST_CASE(
+    "params PREFIX lists only that subtree, one block per key, the doc wrapped to COLUMNS, and "
+    "an unknown prefix is a usage error",
+    "[cli]") {
+  const auto r =
+      run_cli_raw(std::string("COLUMNS=60 ") + KVMSIM_BINARY + " params kvm.halt_poll_ns 2>&1");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("kvm.halt_poll_ns  int, default 200000 ns") == 0);
+  CHECK(r.output.find("kvm.halt_poll_ns_grow_start  int") != std::string::npos);
+  CHECK(r.output.find("(version switch)") != std::string::npos);
+  std::size_t start = 0;
+  for (std::size_t end; (end = r.output.find('\n', start)) != std::string::npos; start = end + 1)
+    if (r.output.compare(start, 4, "    ") == 0)
+      CHECK(end - start <= 60);  // the doc, wrapped
+    else
+      CHECK(r.output.compare(start, 16, "kvm.halt_poll_ns") == 0);  // a key of the subtree
+  const auto bad = run_cli("params no_such_prefix");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("no parameter key starts with 'no_such_prefix'") != std::string::npos);
+}

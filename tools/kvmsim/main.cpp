@@ -7,8 +7,12 @@
 //   kvmsim --version
 // Exit codes (cli_checks.h): 0 ok, 1 failed (run, check, output write),
 // 2 usage or bad input, 130 / 143 interrupted by SIGINT / SIGTERM.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -70,6 +74,34 @@ int check_stdout(int rc) {
   return rc ? rc : kvmsim::cli::kExitFailed;
 }
 
+// The terminal's width (COLUMNS, else the tty's, else 100).
+std::size_t terminal_width() {
+  if (const char* c = std::getenv("COLUMNS"); c && std::atoi(c) > 0)
+    return static_cast<std::size_t>(std::atoi(c));
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 100;
+}
+
+void print_params(const std::string& prefix, bool markdown) {
+  using namespace kvmsim;
+  if (prefix.empty()) {
+    std::cout << (markdown ? format_param_markdown(model_params())
+                           : format_param_table(model_params()));
+    return;
+  }
+  if (markdown)
+    throw kvmsim::cli::UsageError("params: --markdown lists every parameter; drop PREFIX");
+  const std::string text = format_param_blocks(model_params(), prefix, terminal_width());
+  if (text.empty())
+    throw kvmsim::cli::UsageError(
+        "params: no parameter key starts with '" + prefix +
+        "' (the first parts: platform, host, kvm, vm, guest, workload, cost, noise, "
+        "sim and the workloads' names)");
+  std::cout << text;
+}
+
 int sc_main(int argc, char* argv[]) {
   if (g_cerr) std::cerr.rdbuf(g_cerr);
   using namespace kvmsim::cli;
@@ -80,6 +112,10 @@ int sc_main(int argc, char* argv[]) {
   const auto run = add_run_command(app);
   auto* params = app.add_subcommand("params", "List every parameter with default, unit, range");
   bool markdown = false;
+  std::string params_prefix;
+  params->add_option("PREFIX", params_prefix,
+                     "Only the parameters whose key starts with PREFIX (e.g. kvm.halt_poll, "
+                     "host., guest.haltpoll), one block each, wrapped to the terminal width");
   params->add_flag("--markdown", markdown, "As a Markdown table (docs/reference/parameters.md)");
   auto* metrics = app.add_subcommand(
       "metrics", "List what each key of summary.json's \"metrics\" means: unit, emitter, meaning");
@@ -133,8 +169,7 @@ int sc_main(int argc, char* argv[]) {
     else if (trace_stats.app->parsed())
       rc = trace_stats.run();
     else if (params->parsed())
-      std::cout << (markdown ? kvmsim::format_param_markdown(kvmsim::model_params())
-                             : kvmsim::format_param_table(kvmsim::model_params()));
+      print_params(params_prefix, markdown);
     else if (metrics->parsed())
       print_metrics(metrics_prefix, markdown);
     else
