@@ -7,6 +7,7 @@
 // (sim/trace/trace_parse.h, trace_stats.h).
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "sim/core/metric_decl.h"
 #include "sim/core/scenario.h"
 #include "sim/core/stage.h"
+#include "sim/core/summary_section.h"
 #include "sim/model_params.h"
 #include "sim/trace/trace_parse.h"
 #include "sim/trace/trace_stats.h"
@@ -78,6 +80,21 @@ std::vector<std::tuple<std::string, std::string, std::string>> resolve(
   apply_kernel_eras(set);
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const auto& k : set.keys()) out.emplace_back(k, set.text(k), set.origin(k));
+  return out;
+}
+
+// The summary's per-mechanism sections (sim/core/summary_section.h) of a
+// finished run, from its resolved parameters and metrics (summary.json).
+std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
+summary_sections(const std::map<std::string, std::string>& params,
+                 const std::map<std::string, double>& metrics) {
+  ParamSet set(model_params());
+  for (const auto& [k, v] : params)
+    if (model_params().find(k)) set.set_text(k, v, "summary.json");
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> out;
+  for (auto& s :
+       SummarySectionRegistry::instance().sections(set, Metrics(metrics.begin(), metrics.end())))
+    out.emplace_back(std::move(s.title), std::move(s.stats));
   return out;
 }
 
@@ -319,6 +336,8 @@ PYBIND11_MODULE(_kvmsim, m) {
   m.def("param_declarations", &param_declarations, "Every declared parameter, as dicts");
   m.def("metric_declarations", &metric_declarations, py::arg("prefix") = "",
         "The metric declarations (pattern, unit, emitter, doc) under a prefix, as dicts");
+  m.def("summary_sections", &summary_sections, py::arg("params"), py::arg("metrics"),
+        "[(title, [(stat, value)])]: what each mechanism in play did, as kvmsim run prints it");
   m.def("resolve", &resolve, py::arg("scenario"), py::arg("overrides"),
         "[(key, text, origin)] of a scenario ('' = defaults) with key=value overrides");
   m.def("parse_histogram_text", &parse_histogram_text, py::arg("text"));

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "sim/core/summary_section.h"
+
 namespace kvmsim {
 
 std::string summary_json(const RunResult& r, const ParamSet& p, const std::string& scenario) {
@@ -120,6 +122,8 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
       s += fmt::format("  {:<26} {:>8.0f} ns\n", st.stage, st.mean_ns);
     s += fmt::format("  {:<26} {:>8.0f} ns\n", "total", get("breakdown.total.avg_ns"));
   }
+  // What each mechanism in play did (sim/*/summary_sections.cpp).
+  s += format_summary_sections(SummarySectionRegistry::instance().sections(p, m));
   s += "\n" + exit_table(r);
   return s;
 }

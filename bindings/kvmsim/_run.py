@@ -203,6 +203,19 @@ class RunResult:
         return df[["reason", "samples", "samples_pct", "time_pct", "min_us", "max_us", "avg_us"]]
 
     @property
+    def mechanisms(self):
+        """What each mechanism in play did, as ``kvmsim run`` prints it after the latency
+        figures: a DataFrame of section, stat and value (text with its unit), one row per
+        stat. Sections: the LAPIC timer's KVM side, halt polling (KVM's ``halt_*`` stats),
+        guest cpuidle-haltpoll, the host scheduler when vCPU threads competed, remote TLB
+        flushes; only those that acted in this run.
+        """
+        rows = [(title, stat, value)
+                for title, stats in _kvmsim.summary_sections(self.params, self.metrics)
+                for stat, value in stats]
+        return pd.DataFrame(rows, columns=["section", "stat", "value"])
+
+    @property
     def breakdown(self):
         """Where the latency went, as a DataFrame.
 

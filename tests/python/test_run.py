@@ -169,3 +169,25 @@ def test_a_setting_that_could_not_act_comes_back_as_a_warning_and_in_the_result(
     assert any(w.startswith("kvm.halt_poll_ns: ") for w in r.warnings)
     quiet = kvmsim.run(T1, set=SHORT)  # the pinned idle=poll run: nothing to say
     assert quiet.warnings == []
+
+
+def test_mechanisms_shows_only_what_acted_with_the_counters_of_the_metrics():
+    # Four vCPUs on two pCPUs beside two host hogs: the scheduler section appears, with
+    # the metrics' counts; halt polling is configured, so its section is there too.
+    # Every halt outlasts the 50 us maximum (1 ms interval): the run says so.
+    with pytest.warns(kvmsim.KvmsimWarning, match="halt polling is configured"):
+        r = kvmsim.run(T1, set={**SHORT, "guest.idle": "hlt", "kvm.halt_poll_ns": 50000,
+                                "vm.vcpus": 4, "vm.pinning": "[]", "vm.affinity": "[2, 3]",
+                                "host.hog.count": 2, "host.hog.affinity": "[2, 3]",
+                                "host.tick_hz": 250})
+    mech = r.mechanisms.set_index(["section", "stat"])["value"]
+    sections = set(r.mechanisms["section"])
+    sched = "host scheduler (vCPU threads competing for pCPUs)"
+    assert sched in sections
+    assert mech[(sched, "context_switches")] == f"{r.metrics['host.sched.context_switches']:.0f}"
+    halt = "halt polling (KVM's halt_* stats, all vCPUs)"
+    assert mech[(halt, "halt_exits")] == f"{r.metrics['vcpu.halts']:.0f}"
+    # The pinned idle=poll run: no halts, no competition, no TLB flushes.
+    quiet = kvmsim.run(T1, set=SHORT).mechanisms
+    assert not ({sched, halt} & set(quiet["section"]))
+    assert not any(quiet["section"].str.startswith("remote TLB"))
