@@ -249,9 +249,10 @@ std::string comparison_text(const HistogramComparison& c, const std::string& nam
                          t.label, what, k.measured, unit, k.pass ? "<=" : ">", k.limit, unit);
     }
   }
-  out += c.pass() ? fmt::format("result: PASS ({} checks)\n", c.checks())
-                  : fmt::format("result: FAIL ({} of {} checks exceeded)\n", c.failed_checks(),
-                                c.checks());
+  const char* checks = c.checks() == 1 ? "check" : "checks";
+  out += c.pass() ? fmt::format("result: PASS ({} {})\n", c.checks(), checks)
+                  : fmt::format("result: FAIL ({} of {} {} exceeded)\n", c.failed_checks(),
+                                c.checks(), checks);
   return out;
 }
 

@@ -83,7 +83,7 @@ VcdObserver::VcdObserver(const std::string& path, TscClock clock, Tsc limit, Tsc
   sc_core::sc_write_comment(
       tf_,
       "vcpuN.mode: 0 root (KVM handles an exit), 1 guest, 2 halted (kvm_vcpu_block), "
-      "3 polling (halt polling, not modelled yet)");
+      "3 polling (halt polling in kvm_vcpu_halt(), from the poll to the wake-up or the sleep)");
   sc_core::sc_write_comment(
       tf_,
       "vcpuN.preemption_timer: VMX preemption-timer counter, recomputed from the value "

@@ -7,7 +7,7 @@
 // Signals, per vCPU N (scope vcpuN):
 //   mode                   0 root (KVM handling an exit), 1 guest, 2 halted
 //                          (asleep in kvm_vcpu_block()), 3 polling (halt
-//                          polling, not modelled yet: see vcpu_mode.h)
+//                          polling in kvm_vcpu_halt(): see vcpu_mode.h)
 //   preemption_timer       the VMX preemption-timer counter (32 bits)
 //   preemption_timer_armed 1 when vmx_update_hv_timer() loaded a deadline,
 //                          0 when it left the timer soft-disabled

@@ -132,3 +132,22 @@ TEST_CASE("compare: a T1 run matches its golden histogram through the CLI", "[t1
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }
+
+TEST_CASE(
+    "compare: a run --out folder stands for its histogram.txt, a folder without one is an "
+    "input error, and a single check is one check",
+    "[cli][compare]") {
+  const auto dir = out_dir("compare-run-dir");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(KVMSIM_SOURCE_DIR) + "/" + kGoldenOn,
+                             dir / "histogram.txt");
+  const auto r = run_cli("compare " + dir.string() + " " + kGoldenOn + " --tolerance-avg 0.5");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("result: PASS (1 check)"));
+  const auto empty = out_dir("compare-empty-dir");
+  std::filesystem::create_directories(empty);
+  const auto e = run_cli("compare " + empty.string() + " " + kGoldenOn);
+  CHECK(e.exit_code == 2);
+  CHECK_THAT(e.output, Catch::Contains("a directory without histogram.txt"));
+}

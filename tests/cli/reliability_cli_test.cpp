@@ -237,7 +237,7 @@ TEST_CASE("compare refuses cut, inconsistent, binary and directory input, and ba
         {"rows-only.txt", "no summary line"},
         {"total.txt", "'# Total:' says 5 for thread 0 but its histogram rows add up to 4"},
         {"binary.txt", "binary data"},
-        {"", "is a directory"}}) {
+        {"", "a directory without histogram.txt"}}) {
     const auto r = run_cli("compare " + good + " " + (d / file).string());
     INFO(file << "\n" << r.output);
     CHECK(r.exit_code == 2);

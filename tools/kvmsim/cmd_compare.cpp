@@ -57,10 +57,17 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-CyclictestReport read_report(const std::string& path) {
+CyclictestReport read_report(std::string path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(path + ": is a directory, not a histogram file");
+  // A `kvmsim run --out` folder stands for its histogram.txt (as plot takes it).
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto h = std::filesystem::path(path) / "histogram.txt";
+    if (!std::filesystem::is_regular_file(h, ec))
+      throw InputError(path +
+                       ": a directory without histogram.txt (give a histogram file, or "
+                       "a kvmsim run --out folder of a run with a histogram)");
+    path = h.string();
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot read: " + std::strerror(errno));
   // In chunks: a NUL byte is refused at once and the size is bounded, so a
