@@ -18,7 +18,8 @@ namespace {
 void halt_poll_never_polled(const ParamSet& p, const Metrics& m, std::vector<Advisory>& out) {
   const std::int64_t max_ns = p.i("kvm.halt_poll_ns");
   const double halts = metric_or_zero(m, "vcpu.halts");
-  if (max_ns <= 0 || halts <= 0 || metric_or_zero(m, "halt_poll.attempted") > 0) return;
+  // A handful of halts (a CPU-bound run's start) proves nothing either way.
+  if (max_ns <= 0 || halts < 20 || metric_or_zero(m, "halt_poll.attempted") > 0) return;
   std::string why;
   if (p.i("guest.haltpoll_ns") > 0 && p.b("kvm.poll_control") && p.s("guest.idle") == "hlt") {
     why =

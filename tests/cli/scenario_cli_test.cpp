@@ -1,7 +1,10 @@
 // Bad input on the command line gets a clear error naming the file, line and
 // key, and a non-zero exit; never a crash, never a silent default.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
 
+#include "sim/model_params.h"
 #include "tests/cli/cli_runner.h"
 
 using namespace kvmsim::test;
@@ -107,4 +110,35 @@ TEST_CASE(
   const auto bad = run_cli("params no_such_prefix");
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("no parameter key starts with 'no_such_prefix'") != std::string::npos);
+}
+
+TEST_CASE(
+    "new-scenario writes a commented scenario for every workload that runs as written, with the "
+    "workload's own keys, and refuses to overwrite or an unknown platform",
+    "[cli]") {
+  const auto dir = out_dir("new-scenario");
+  std::filesystem::create_directories(dir);
+  for (const auto& w : kvmsim::model_params().find("workload.type")->choices) {
+    const auto file = (dir / (w + ".yaml")).string();
+    const auto made =
+        run_cli("new-scenario --platform skylake-sp-gold-6148 --workload " + w + " --out " + file);
+    INFO(w << "\n" << made.output);
+    REQUIRE(made.exit_code == 0);
+    const std::string text = read_text(file);
+    CHECK(text.find("include: ") != std::string::npos);
+    CHECK(text.find("  type: \"" + w + "\"") != std::string::npos);
+    CHECK(text.find("  # ") != std::string::npos);  // the docs as comments
+    const auto r = run_cli("run " + file + " -q --set sim.max_simulated_s=0.02 --allow-partial");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const auto again = run_cli("new-scenario --platform skylake-sp-gold-6148 --workload busy --out " +
+                             (dir / "busy.yaml").string());
+  CHECK(again.exit_code == 2);
+  CHECK(again.output.find("exists (--force replaces it)") != std::string::npos);
+  const auto bad = run_cli("new-scenario --platform no-such-cpu --workload busy --out " +
+                           (dir / "x.yaml").string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("platforms in scenarios/platforms: ") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
 }

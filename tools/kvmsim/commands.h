@@ -41,6 +41,9 @@ Command add_explain_command(CLI::App& app);
 // kvmsim run's --perfetto/--vcd options (cmd_views.cpp), stored in `opts`.
 void add_view_options(CLI::App& run, RunOptions& opts);
 
+// kvmsim new-scenario --platform P --workload W --out FILE [--force]  (cmd_new_scenario.cpp)
+Command add_new_scenario_command(CLI::App& app);
+
 // kvmsim sweep ... / kvmsim plot ...: run by the Python package (cmd_python.cpp).
 std::vector<Command> add_python_commands(CLI::App& app);
 

@@ -130,6 +130,7 @@ int sc_main(int argc, char* argv[]) {
   const auto compare = add_compare_command(app);
   const auto explain = add_explain_command(app);
   const auto validate = add_validate_command(app);
+  const auto new_scenario = add_new_scenario_command(app);
   const auto python_commands = add_python_commands(app);  // sweep, plot (issue 11)
 
   // CLI11 reports a misspelt subcommand as "A subcommand is required", which
@@ -166,6 +167,8 @@ int sc_main(int argc, char* argv[]) {
       rc = compare.run();
     else if (validate.app->parsed())
       rc = validate.run();
+    else if (new_scenario.app->parsed())
+      rc = new_scenario.run();
     else if (trace_stats.app->parsed())
       rc = trace_stats.run();
     else if (params->parsed())
