@@ -541,3 +541,29 @@ TEST_CASE("compare takes a histogram of exactly 100000 buckets, the largest -h",
   CHECK(r.exit_code == 2);
   CHECK(has(r, "bucket index 100000 is not below 100000"));
 }
+
+TEST_CASE(
+    "run --out: a failed run leaves no previous result looking current and no empty directory "
+    "it created, and keeps the user's other files",
+    "[cli]") {
+  const auto dir = out_dir("stale-out");
+  const std::string ok =
+      "run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=200 -q --out ";
+  const std::string cut =
+      "run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=2000000 "
+      "--set sim.max_simulated_s=0.01 -q --out ";
+  REQUIRE(run_cli(ok + dir.string()).exit_code == 0);
+  REQUIRE(std::filesystem::exists(dir / "summary.json"));
+  { std::ofstream(dir / "notes.txt") << "mine\n"; }
+  CHECK(run_cli(cut + dir.string()).exit_code == 1);
+  CHECK_FALSE(std::filesystem::exists(dir / "summary.json"));
+  CHECK_FALSE(std::filesystem::exists(dir / "histogram.txt"));
+  CHECK(std::filesystem::exists(dir / "notes.txt"));
+  // A bad setting found after the directory was prepared: the same.
+  REQUIRE(run_cli(ok + dir.string()).exit_code == 0);
+  CHECK(run_cli(ok + dir.string() + " --set vm.pinning=[99,99]").exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "summary.json"));
+  const auto fresh = out_dir("stale-out-new");
+  CHECK(run_cli(cut + fresh.string()).exit_code == 1);
+  CHECK_FALSE(std::filesystem::exists(fresh));
+}

@@ -154,7 +154,9 @@ int run(RunArgs& a) {
 
   // Every output path is checked (and its temporary created) before the run.
   Outputs out;
+  std::optional<OutDirGuard> out_dir;  // a run that writes nothing leaves no stale result
   if (a.out_opt->count()) {
+    out_dir.emplace(a.out);
     prepare_out_dir(a.out);
     out.summary = OutputFile("--out", (std::filesystem::path(a.out) / "summary.json").string());
     out.histogram = OutputFile("--out", (std::filesystem::path(a.out) / "histogram.txt").string());
@@ -225,6 +227,7 @@ int run(RunArgs& a) {
       out.histogram.discard();
   }
   out.commit();
+  if (out_dir) out_dir->commit();
   if (!a.quiet) {
     std::cout << summary_text(result, params, a.scenario) << std::flush;
     if (!std::cout) throw OutputError(std::string("stdout: write failed: ") + std::strerror(errno));

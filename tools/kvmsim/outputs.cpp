@@ -43,6 +43,18 @@ void prepare_out_dir(const std::string& dir) {
     throw UsageError(fmt::format("--out {}: cannot create the directory: {}", dir, ec.message()));
 }
 
+OutDirGuard::OutDirGuard(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  created_ = !dir_.empty() && !fs::exists(dir_, ec);
+}
+
+OutDirGuard::~OutDirGuard() {
+  if (committed_ || dir_.empty()) return;
+  std::error_code ec;
+  for (const char* f : {"summary.json", "histogram.txt"}) fs::remove(fs::path(dir_) / f, ec);
+  if (created_ && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+}
+
 OutputFile::OutputFile(std::string flag, std::string path)
     : flag_(std::move(flag)), path_(std::move(path)) {
   if (path_.empty()) throw UsageError(flag_ + ": the file name is empty");

@@ -49,4 +49,24 @@ class OutputFile {
 // --out DIR: creates DIR (and parents) now. Throws UsageError.
 void prepare_out_dir(const std::string& dir);
 
+// A `run --out DIR` that does not write its outputs must not leave the
+// previous run's summary.json and histogram.txt there looking like its own,
+// nor an empty directory it created: unless commit() is called, the
+// destructor removes those two files from DIR, then DIR if this run created
+// it and it is empty. Construct it before prepare_out_dir().
+class OutDirGuard {
+ public:
+  OutDirGuard() = default;
+  explicit OutDirGuard(std::string dir);
+  OutDirGuard(const OutDirGuard&) = delete;
+  OutDirGuard& operator=(const OutDirGuard&) = delete;
+  ~OutDirGuard();
+  void commit() { committed_ = true; }
+
+ private:
+  std::string dir_;
+  bool created_ = false;
+  bool committed_ = false;
+};
+
 }  // namespace kvmsim::cli
