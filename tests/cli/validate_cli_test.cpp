@@ -41,7 +41,7 @@ std::vector<std::string> table_rows(const std::string& output, bool markdown) {
 
 }  // namespace
 
-// T4 (ebizzy, issue 10) runs and is reported, but is not within tolerance
+// T4 (ebizzy) runs and is reported, but is not within tolerance
 // yet (docs/validation.md, the T4 rows): its rows are not required to pass,
 // and the exit code says whether every row passed. T4L (the 2019 light
 // over-commit figure, not gated) is reported with them: its rate is outside

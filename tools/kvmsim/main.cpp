@@ -131,7 +131,7 @@ int sc_main(int argc, char* argv[]) {
   const auto explain = add_explain_command(app);
   const auto validate = add_validate_command(app);
   const auto new_scenario = add_new_scenario_command(app);
-  const auto python_commands = add_python_commands(app);  // sweep, plot (issue 11)
+  const auto python_commands = add_python_commands(app);  // sweep, plot
 
   // CLI11 reports a misspelt subcommand as "A subcommand is required", which
   // hides the typo: name it and list the subcommands instead.
@@ -176,7 +176,7 @@ int sc_main(int argc, char* argv[]) {
     else if (metrics->parsed())
       print_metrics(metrics_prefix, markdown);
     else
-      for (const auto& c : python_commands)  // sweep, plot (issue 11)
+      for (const auto& c : python_commands)  // sweep, plot
         if (c.app->parsed()) rc = c.run();
     // Whatever the command, what it printed must have reached stdout (a
     // full disk, /dev/full, an I/O error): else it is an error, not exit 0.
