@@ -262,7 +262,7 @@ class RunResult:
 
 
 def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, out=None,
-        _group=None):
+        allow_partial=False, perfetto=None, vcd=None, _group=None):
     """Runs ``scenario`` once in a child process (``kvmsim run``) and reads back its results.
 
     Args:
@@ -275,6 +275,12 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
         binary: the CLI to run (default: :func:`find_binary`).
         out: keep ``summary.json`` and ``histogram.txt`` in this folder (default: a
             temporary folder, removed afterwards).
+        allow_partial: keep the result of a run cut by ``sim.max_simulated_s`` (its
+            metrics say ``sim.partial`` = 1), as ``--allow-partial``; else such a run
+            raises SimulationError.
+        perfetto: write a Perfetto / Chrome trace (JSON) of the run to this file
+            (``--perfetto``).
+        vcd: write a VCD waveform of the run to this file (``--vcd``).
 
     Returns:
         RunResult: the metrics, resolved parameters, histogram and exit table.
@@ -301,6 +307,12 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
             args += ["--seed", str(int(seed))]
         if trace is not None:
             args += ["--trace", os.fspath(trace)]
+        if perfetto is not None:
+            args += ["--perfetto", os.fspath(perfetto)]
+        if vcd is not None:
+            args += ["--vcd", os.fspath(vcd)]
+        if allow_partial:
+            args.append("--allow-partial")
         stdout, stderr = run_child(args, timeout, _group)
         with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
             summary = json.load(f)

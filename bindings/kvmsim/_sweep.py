@@ -8,6 +8,7 @@ its row (``status``, ``error``) while the others finish.
 import itertools
 import os
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import as_completed as completed
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash
 from ._params import resolve
-from ._run import ChildGroup, find_binary, run
+from ._run import ChildGroup, KvmsimWarning, find_binary, run
 
 _SWEEP_KEYS = ("grid", "seeds", "set")
 
@@ -81,10 +82,14 @@ def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _
     """One sweep row as a plain dict (picklable: this is what a Dask worker runs)."""
     if binary is not None and not os.path.isfile(binary):
         binary = None  # a cluster node with the CLI elsewhere: its own KVMSIM_BINARY
-    row = {**point, "seed": seed, "status": "ok", "error": ""}
+    row = {**point, "seed": seed, "status": "ok", "error": "", "warnings": ""}
     try:
-        r = run(scenario, set={**(base_set or {}), **point}, seed=seed, binary=binary,
-                timeout=timeout, _group=_group)
+        # A sweep's warnings go into its rows, not one Python warning per run.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KvmsimWarning)
+            r = run(scenario, set={**(base_set or {}), **point}, seed=seed, binary=binary,
+                    timeout=timeout, _group=_group)
+        row["warnings"] = " | ".join(r.warnings)
         row.update(r.metrics)
     except ScenarioError as e:
         row.update(status="bad input", error=str(e))
@@ -133,7 +138,8 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         pandas.DataFrame: one row per run, in grid order (seeds innermost) whatever
         the completion order. Columns: the grid keys, ``seed``, ``status`` (``"ok"``,
         ``"bad input"``, ``"crash"``, ``"timeout"``, ``"error"``), ``error`` (the
-        message), then every metric.
+        message), ``warnings`` (the run's warnings, ``" | "``-separated: a setting
+        that could not act, a result one artefact dominates), then every metric.
 
     Raises:
         ScenarioError: the scenario file or ``set`` is bad (checked before any run).

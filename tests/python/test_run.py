@@ -191,3 +191,15 @@ def test_mechanisms_shows_only_what_acted_with_the_counters_of_the_metrics():
     quiet = kvmsim.run(T1, set=SHORT).mechanisms
     assert not ({sched, halt} & set(quiet["section"]))
     assert not any(quiet["section"].str.startswith("remote TLB"))
+
+
+def test_run_takes_the_clis_output_options_allow_partial_perfetto_and_vcd(tmp_path):
+    cut = {"cyclictest.loops": 100000, "sim.max_simulated_s": 0.01}
+    with pytest.raises(kvmsim.SimulationError, match="sim.max_simulated_s"):
+        kvmsim.run(T1, set=cut)
+    with pytest.warns(kvmsim.KvmsimWarning, match="partial result"):
+        r = kvmsim.run(T1, set=cut, allow_partial=True, perfetto=tmp_path / "t.json",
+                       vcd=tmp_path / "w.vcd")
+    assert r.metrics["sim.partial"] == 1 and r.metrics["cyclictest.loops"] < 100000
+    assert (tmp_path / "t.json").read_text().lstrip().startswith("{")
+    assert "$timescale" in (tmp_path / "w.vcd").read_text()

@@ -152,3 +152,13 @@ def test_ctrl_c_during_a_local_sweep_kills_the_running_children(tmp_path):
     assert "interrupted" in out
     assert not any(_alive(p) for p in running)
     assert len(pids.read_text().split()) == 2  # the queued points never started
+
+
+def test_a_runs_warnings_land_in_its_row_not_as_python_warnings(recwarn):
+    # 20 us of halt polling against a 1 ms cyclictest: no halt ends within it.
+    df = kvmsim.sweep(T1, grid={"kvm.halt_poll_ns": [0, 20000]},
+                      set={"cyclictest.loops": 300, "guest.idle": "hlt"}, workers=1)
+    assert list(df["status"]) == ["ok", "ok"]
+    assert df.loc[0, "warnings"] == ""
+    assert "halt polling is configured" in df.loc[1, "warnings"]
+    assert not [w for w in recwarn if issubclass(w.category, kvmsim.KvmsimWarning)]
