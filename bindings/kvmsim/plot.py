@@ -27,9 +27,10 @@ def histogram(results, published=None, ax=None, xmax=None, normalize=False):
     Args:
         results: a RunResult, Histogram, path or count array, a list of them, or
             ``{label: one of these}``.
-        published: the same kinds, or a DataFrame with a ``bucket_us`` column and one
-            column per series (e.g. ``kvmsim.published.t1_histogram()``); drawn dashed,
-            the i-th published series in the colour of the i-th result.
+        published: the same kinds, a DataFrame with a ``bucket_us`` column and one
+            column per series (e.g. ``kvmsim.published.t1_histogram()``), or the name of
+            a published histogram as ``kvmsim plot --published`` takes it (``"t1"``);
+            drawn dashed, the i-th published series in the colour of the i-th result.
         ax: matplotlib axes to draw on (default: a new figure).
         xmax: last bucket shown, in us.
         normalize: plot fractions of samples instead of counts (runs of different
@@ -38,6 +39,13 @@ def histogram(results, published=None, ax=None, xmax=None, normalize=False):
     Returns:
         The matplotlib axes.
     """
+    if isinstance(published, str):
+        if published != "t1":
+            raise ValueError(f"published={published!r}: the published histograms are 't1' "
+                             "(or give a DataFrame, a Histogram or counts)")
+        from . import published as _published
+
+        published = _published.t1_histogram()
     ax = _axes(ax)
     top = 0
     series = [(label, as_histogram(r).counts.astype(float), "-") for label, r in

@@ -64,3 +64,12 @@ def test_breakdown_of_a_vmexit_run_has_one_bar_per_test_in_cycles():
                                                             "fp: tscdeadline_immed"]
     assert "cycles" in ax.get_xlabel()
     plt.close("all")
+
+
+def test_histogram_takes_a_published_histogram_by_name_as_the_cli_does(runs):
+    ax = kvmsim.plot.histogram({"on": runs[True]}, published="t1")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["on", "published hv_on", "published hv_off"]
+    plt.close("all")
+    with pytest.raises(ValueError, match="'t1'"):
+        kvmsim.plot.histogram(runs[True], published="t9")
