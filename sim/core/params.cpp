@@ -598,11 +598,7 @@ std::string format_param_markdown(const ParamRegistry& reg) {
   return out;
 }
 
-namespace {
-
-// `text` as lines of at most `width` columns (words longer than that stay
-// whole), each after `indent`.
-std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+std::string wrap_words(const std::string& text, std::size_t width, const std::string& indent) {
   std::string out, line;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -620,8 +616,6 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
   return out;
 }
 
-}  // namespace
-
 std::string format_param_blocks(const ParamRegistry& reg, std::string_view prefix,
                                 std::size_t width) {
   std::string out;
@@ -633,7 +627,7 @@ std::string format_param_blocks(const ParamRegistry& reg, std::string_view prefi
     const std::string range = range_text(d, "");
     if (!range.empty()) head += ", " + range;
     if (param_kind(d) != "param") head += " (" + param_kind(d) + ")";
-    out += head + "\n" + wrap(doc_with_eras(d), std::max<std::size_t>(width, 40), "    ");
+    out += head + "\n" + wrap_words(doc_with_eras(d), std::max<std::size_t>(width, 40), "    ");
   }
   return out;
 }

@@ -166,6 +166,10 @@ void apply_kernel_eras(ParamSet& set);
 std::string format_param_table(const ParamRegistry& reg);
 // Markdown table for docs/reference/parameters.md.
 std::string format_param_markdown(const ParamRegistry& reg);
+// `text` as lines of at most `width` columns (words longer than that stay
+// whole), each after `indent` (counted in the width): parameter docs for a
+// terminal, or as YAML comments with indent "  # ".
+std::string wrap_words(const std::string& text, std::size_t width, const std::string& indent);
 // `kvmsim params PREFIX`: the parameters whose key starts with `prefix`, one
 // block each (key, type, default, unit, range, kind; then the doc wrapped to
 // `width` columns); "" when none does.

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/params.h"
 #include "sim/core/scenario.h"
 #include "sim/model_params.h"
 #include "tools/kvmsim/cli_checks.h"
@@ -78,25 +79,6 @@ std::string yaml_value(const ParamDecl& d, const std::string& text) {
   return text;
 }
 
-// The doc as comment lines of at most ~88 columns after `indent`.
-std::string comment(const std::string& doc, const std::string& indent) {
-  std::string out, line;
-  std::size_t pos = 0;
-  while (pos < doc.size()) {
-    const std::size_t sp = std::min(doc.find(' ', pos), doc.size());
-    const std::string word = doc.substr(pos, sp - pos);
-    pos = sp + 1;
-    if (word.empty()) continue;
-    if (!line.empty() && indent.size() + 2 + line.size() + 1 + word.size() > 88) {
-      out += indent + "# " + line + "\n";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + word;
-  }
-  if (!line.empty()) out += indent + "# " + line + "\n";
-  return out;
-}
-
 // One pCPU per vCPU thread from pCPU 2 (0 and 1 left to the host), as far
 // as the platform has pCPUs; then they wrap and share.
 std::string pinning_example(const ParamSet& set) {
@@ -153,12 +135,12 @@ int run_new_scenario(const NewScenarioArgs& a) {
     if (!d.unit.empty()) doc += " [" + d.unit + "]";
     if (rest.find('.') != std::string::npos) {  // a.b.c: nested once more
       const auto dot2 = rest.find('.');
-      b += comment(doc, "    ");
+      b += wrap_words(doc, 88, "    # ");
       b += fmt::format("  {}:\n    {}: {}\n", rest.substr(0, dot2), rest.substr(dot2 + 1),
                        yaml_value(d, set.text(k)));
       continue;
     }
-    b += comment(doc, "  ");
+    b += wrap_words(doc, 88, "  # ");
     std::string value = yaml_value(d, set.text(k));
     if (k == "vm.pinning" && value == "[]" && set.ints("vm.affinity").empty() &&
         set.ints("host.isolcpus").empty())
