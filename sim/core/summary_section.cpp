@@ -32,6 +32,11 @@ std::vector<SummarySection> SummarySectionRegistry::sections(const ParamSet& p,
   return out;
 }
 
+std::string metric_count(const Metrics& m, const std::string& key) {
+  const auto it = m.find(key);
+  return fmt::format("{:.0f}", it == m.end() ? 0.0 : it->second);
+}
+
 std::string format_summary_sections(const std::vector<SummarySection>& sections) {
   std::string out;
   for (const auto& s : sections) {

@@ -47,6 +47,10 @@ class SummarySectionRegistry {
   std::vector<Entry> entries_;  // sorted by (order, name)
 };
 
+// A count metric as a stat's value: a whole number, 0 when the run did not
+// report the key.
+std::string metric_count(const Metrics& m, const std::string& key);
+
 // The sections as text: a title line each, then "  stat value" pairs, four to
 // a line, the values right of their stats.
 std::string format_summary_sections(const std::vector<SummarySection>& sections);

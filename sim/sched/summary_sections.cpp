@@ -17,12 +17,11 @@ SummarySection overcommit(const ParamSet& p, const Metrics& m) {
   const double wake = metric_or_zero(m, "host.sched.wakeup_preemptions");
   const double tick = metric_or_zero(m, "host.sched.tick_preemptions");
   if (preempt + wake + tick <= 0) return s;
-  const auto n = [&](const char* k) { return fmt::format("{:.0f}", metric_or_zero(m, k)); };
-  s.stats = {{"context_switches", n("host.sched.context_switches")},
-             {"wakeup_preemptions", n("host.sched.wakeup_preemptions")},
-             {"tick_preemptions", n("host.sched.tick_preemptions")},
-             {"migrations", n("host.sched.migrations")},
-             {"vcpu_preemptions", n("vcpu.preemptions")},
+  s.stats = {{"context_switches", metric_count(m, "host.sched.context_switches")},
+             {"wakeup_preemptions", metric_count(m, "host.sched.wakeup_preemptions")},
+             {"tick_preemptions", metric_count(m, "host.sched.tick_preemptions")},
+             {"migrations", metric_count(m, "host.sched.migrations")},
+             {"vcpu_preemptions", metric_count(m, "vcpu.preemptions")},
              {"steal_total", fmt::format("{:.3f}s", metric_or_zero(m, "vcpu.steal_s"))}};
   // Per vCPU thread (run/steal), for a readable number of them.
   const std::int64_t nvcpus = p.i("vm.count") * p.i("vm.vcpus");

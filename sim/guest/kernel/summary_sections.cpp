@@ -12,12 +12,11 @@ SummarySection guest_haltpoll(const ParamSet& /*p*/, const Metrics& m) {
   SummarySection s{"guest cpuidle-haltpoll", {}};
   const double polls = metric_or_zero(m, "guest.haltpoll.polls");
   if (polls <= 0) return s;
-  const auto n = [&](const char* k) { return fmt::format("{:.0f}", metric_or_zero(m, k)); };
-  s.stats = {{"polls", n("guest.haltpoll.polls")},
-             {"hits", n("guest.haltpoll.hits")},
-             {"timeouts", n("guest.haltpoll.timeouts")},
-             {"grow", n("guest.haltpoll.grow")},
-             {"shrink", n("guest.haltpoll.shrink")},
+  s.stats = {{"polls", metric_count(m, "guest.haltpoll.polls")},
+             {"hits", metric_count(m, "guest.haltpoll.hits")},
+             {"timeouts", metric_count(m, "guest.haltpoll.timeouts")},
+             {"grow", metric_count(m, "guest.haltpoll.grow")},
+             {"shrink", metric_count(m, "guest.haltpoll.shrink")},
              {"poll_time", fmt::format("{:.3f}s", metric_or_zero(m, "guest.haltpoll.poll_s"))}};
   return s;
 }

@@ -14,12 +14,11 @@ SummarySection tlb_flush(const ParamSet& p, const Metrics& m) {
                                p.b("guest.pv_tlb_flush") ? "PV TLB flush" : "native IPIs"),
                    {}};
   if (metric_or_zero(m, "tlb.flushes") <= 0) return s;
-  const auto n = [&](const char* k) { return fmt::format("{:.0f}", metric_or_zero(m, k)); };
-  s.stats = {{"flushes", n("tlb.flushes")},
-             {"ipi_flushes", n("tlb.ipi_flushes")},
-             {"targets", n("tlb.targets")},
-             {"ipi_targets", n("tlb.ipi_targets")},
-             {"pv_targets(ipis_saved)", n("tlb.pv_targets")},
+  s.stats = {{"flushes", metric_count(m, "tlb.flushes")},
+             {"ipi_flushes", metric_count(m, "tlb.ipi_flushes")},
+             {"targets", metric_count(m, "tlb.targets")},
+             {"ipi_targets", metric_count(m, "tlb.ipi_targets")},
+             {"pv_targets(ipis_saved)", metric_count(m, "tlb.pv_targets")},
              {"wait_avg", fmt::format("{:.1f}us", metric_or_zero(m, "tlb.wait_avg_us"))},
              {"wait_max", fmt::format("{:.0f}us", metric_or_zero(m, "tlb.wait_max_us"))}};
   return s;
