@@ -8,14 +8,6 @@
 
 namespace kvmsim {
 
-namespace {
-// x2APIC MSRs of the LAPIC timer registers (APIC_BASE_MSR + reg >> 4).
-constexpr std::uint32_t kMsrX2apicLvtt = 0x832;
-constexpr std::uint32_t kMsrX2apicTmict = 0x838;
-constexpr std::uint64_t kLvttMasked = 1u << 16;
-constexpr std::uint64_t kLvttTscDeadline = 2u << 17;
-}  // namespace
-
 std::uint64_t GuestKernel::boot_phase(const char* timer, std::uint64_t period) const {
   Rng phase = vcpu_.ctx().stream("guest.vcpu" + std::to_string(vcpu_.id()) + "." + timer);
   return static_cast<std::uint64_t>(phase.uniform() * static_cast<double>(period));
@@ -54,52 +46,11 @@ void GuestKernel::tick_start(Tsc now) {
 
 void GuestKernel::tick_stop() {
   tick_running_ = false;
-  if (!tick_.queued) return;
-  timers_.erase(std::find(timers_.begin(), timers_.end(), &tick_));
-  tick_.queued = false;
-  program_clockevent();
+  clockevent_.cancel(&tick_);
 }
 
 void GuestKernel::hrtimer_start(GuestHrtimer* t, std::uint64_t expires) {
-  t->expires = expires;
-  if (!t->queued) {
-    timers_.push_back(t);
-    t->queued = true;
-  }
-  program_clockevent();
-}
-
-// tick_program_event(): write the TSC deadline only when the earliest expiry
-// changed (the kernel skips reprogramming a later event).
-void GuestKernel::program_clockevent() {
-  std::uint64_t earliest = 0;
-  for (auto* t : timers_)
-    if (earliest == 0 || t->expires < earliest) earliest = t->expires;
-  if (earliest == programmed_ || in_hrtirq_) return;
-  programmed_ = earliest;
-  auto& q = in_irq_ ? irq_q_ : kq_;
-  using S = GuestConfig::Shutdown;
-  if (earliest == 0) {
-    // No timer left (the tick was stopped): clockevents_switch_state(
-    // ONESHOT_STOPPED) -> lapic_timer_shutdown(), per guest era.
-    if (cfg_.clockevent_shutdown == S::None) return;  // the stale deadline stays armed
-    clockevent_stopped_ = true;
-    q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
-    q.push_back(
-        GuestStep::wrmsr(kMsrX2apicLvtt, kLvttMasked | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
-    if (cfg_.clockevent_shutdown == S::LvttDeadline0)
-      q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, 0));
-    q.push_back(GuestStep::wrmsr(kMsrX2apicTmict, 0));
-    return;
-  }
-  q.push_back(GuestStep::run(Stage::GuestSyscall, costs_.clockevent_program(rng_)));
-  if (clockevent_stopped_) {
-    // tick_program_event() on a stopped device: clockevents_switch_state(
-    // ONESHOT) -> lapic_timer_set_oneshot() unmasks LVTT first.
-    clockevent_stopped_ = false;
-    q.push_back(GuestStep::wrmsr(kMsrX2apicLvtt, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
-  }
-  q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
+  clockevent_.start(t, expires);
 }
 
 }  // namespace kvmsim

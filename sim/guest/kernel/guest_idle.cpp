@@ -15,9 +15,7 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     // too (cpu_idle_loop() of v4.9): tick_nohz_stop_sched_tick() keeps the
     // tick only when the next timer is due before the next tick boundary.
     if (cfg_.idle_poll_stops_tick && tick_running_ && tick_.queued) {
-      std::uint64_t next_other = 0;
-      for (auto* t : timers_)
-        if (t != &tick_ && (next_other == 0 || t->expires < next_other)) next_other = t->expires;
+      const std::uint64_t next_other = clockevent_.next_expiry(&tick_);
       if (next_other == 0 || next_other > tick_.expires) {
         tick_stop();  // queues the clockevent write for the next timer, if any
         return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
@@ -33,12 +31,7 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     // active hrtimer_get_next_event() returns KTIME_MAX (hrtimers program
     // the clockevent themselves). So the tick stops unless a wheel timer
     // is due within a jiffy, however close the next hrtimer is.
-    bool wheel_due = false;
-    if (tick_running_) {
-      const std::uint64_t g = guest_tsc(now);
-      for (auto* t : timers_)
-        if (t->wheel && t->expires <= g + tick_.period) wheel_due = true;
-    }
+    const bool wheel_due = tick_running_ && clockevent_.wheel_due_by(guest_tsc(now) + tick_.period);
     if (tick_running_ && !wheel_due) {
       irq_in_idle_ = false;
       tick_stop();  // queues the clockevent write for the next timer, if any

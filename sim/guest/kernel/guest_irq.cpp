@@ -52,25 +52,14 @@ GuestStep GuestKernel::irq_step(Tsc now) {
       if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_handler_ipi(now);
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
-      if (timer_from_idle_ && programmed_ && gnow >= programmed_) {
+      const std::uint64_t programmed = clockevent_.programmed();
+      if (timer_from_idle_ && programmed && gnow >= programmed) {
         // A timer woke the idle CPU: its deadline to hrtimer_interrupt().
         ++idle_stats_.timer_wakeups;
-        idle_stats_.timer_wakeup_ns += (gnow - programmed_) * 1000000 / guest_tsc_khz_;
+        idle_stats_.timer_wakeup_ns += (gnow - programmed) * 1000000 / guest_tsc_khz_;
       }
       timer_from_idle_ = false;
-      programmed_ = kDeadlineFired;  // the clockevent is unarmed, but not shut down
-      in_hrtirq_ = true;
-      for (;;) {
-        auto it = std::min_element(timers_.begin(), timers_.end(),
-                                   [](auto* a, auto* b) { return a->expires < b->expires; });
-        if (it == timers_.end() || (*it)->expires > gnow) break;
-        GuestHrtimer* t = *it;
-        timers_.erase(it);
-        t->queued = false;
-        cost += t->fn(*this, now);
-      }
-      in_hrtirq_ = false;
-      program_clockevent();  // queues WRMSR steps on irq_q_ if a timer is left
+      cost += clockevent_.hrtimer_interrupt(gnow, now);
       return GuestStep::run(Stage::GuestHrtimerInterrupt, cost);
     }
     case Irq::Exit:

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/guest/kernel/guest_clockevent.h"
 #include "sim/guest/kernel/guest_config.h"
 #include "sim/guest/kernel/guest_fair.h"
 #include "sim/guest/kernel/guest_task.h"
@@ -105,10 +106,13 @@ class GuestKernel : public GuestVcpu {
   [[nodiscard]] bool haltpoll_polling() const { return haltpoll_.polling(); }
 
  private:
-  friend class GuestFair;  // rq_of(cfs_rq)
+  friend class GuestFair;        // rq_of(cfs_rq)
+  friend class GuestClockevent;  // its reprogram steps, costs and era switch
+  // Where a step queued now runs: in the interrupt handler, or before the
+  // task continues.
+  std::deque<GuestStep>& context_steps() { return in_irq_ ? irq_q_ : kq_; }
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
   GuestStep irq_step(Tsc now);
-  void program_clockevent();
   GuestTask* pick_next(Tsc now);
   GuestStep idle_step(Tsc now);
   GuestStep haltpoll_idle_step(Tsc now);
@@ -161,7 +165,6 @@ class GuestKernel : public GuestVcpu {
   std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool tick_running_ = false;
   bool tick_started_ = false;
-  bool in_hrtirq_ = false;  // hrtimer_interrupt(): no reprogramming from callbacks
   std::uint64_t guest_tsc_khz_;
   Rng rng_;
 
@@ -201,12 +204,7 @@ class GuestKernel : public GuestVcpu {
   GuestIdleStats idle_stats_;
   GuestHaltpoll haltpoll_{cfg_.haltpoll, idle_stats_.haltpoll};
 
-  std::vector<GuestHrtimer*> timers_;
-  // TSC deadline written to the LAPIC (0 = none / shut down; kDeadlineFired:
-  // it fired, and hrtimer_interrupt() reprograms or shuts the device down).
-  static constexpr std::uint64_t kDeadlineFired = ~std::uint64_t{0};
-  std::uint64_t programmed_ = 0;
-  bool clockevent_stopped_ = false;  // lapic_timer_shutdown() masked LVTT
+  GuestClockevent clockevent_{*this};  // the hrtimer queue and the TSC-deadline device
 };
 
 }  // namespace kvmsim

@@ -1,0 +1,94 @@
+#include "sim/guest/kernel/guest_clockevent.h"
+
+#include <algorithm>
+
+#include "sim/guest/kernel/guest_kernel.h"
+
+namespace kvmsim {
+
+namespace {
+// x2APIC MSRs of the LAPIC timer registers (APIC_BASE_MSR + reg >> 4).
+constexpr std::uint32_t kMsrX2apicLvtt = 0x832;
+constexpr std::uint32_t kMsrX2apicTmict = 0x838;
+constexpr std::uint64_t kLvttMasked = 1u << 16;
+constexpr std::uint64_t kLvttTscDeadline = 2u << 17;
+}  // namespace
+
+void GuestClockevent::start(GuestHrtimer* t, std::uint64_t expires) {
+  t->expires = expires;
+  if (!t->queued) {
+    timers_.push_back(t);
+    t->queued = true;
+  }
+  program();
+}
+
+void GuestClockevent::cancel(GuestHrtimer* t) {
+  if (!t->queued) return;
+  timers_.erase(std::find(timers_.begin(), timers_.end(), t));
+  t->queued = false;
+  program();
+}
+
+Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now) {
+  programmed_ = kFired;  // the clockevent is unarmed, but not shut down
+  in_hrtirq_ = true;
+  Tsc cost = 0;
+  for (;;) {
+    auto it = std::min_element(timers_.begin(), timers_.end(),
+                               [](auto* a, auto* b) { return a->expires < b->expires; });
+    if (it == timers_.end() || (*it)->expires > gnow) break;
+    GuestHrtimer* t = *it;
+    timers_.erase(it);
+    t->queued = false;
+    cost += t->fn(k_, now);
+  }
+  in_hrtirq_ = false;
+  program();  // queues WRMSR steps in the handler if a timer is left
+  return cost;
+}
+
+std::uint64_t GuestClockevent::next_expiry(const GuestHrtimer* except) const {
+  std::uint64_t earliest = 0;
+  for (auto* t : timers_)
+    if (t != except && (earliest == 0 || t->expires < earliest)) earliest = t->expires;
+  return earliest;
+}
+
+bool GuestClockevent::wheel_due_by(std::uint64_t limit) const {
+  return std::any_of(timers_.begin(), timers_.end(),
+                     [limit](auto* t) { return t->wheel && t->expires <= limit; });
+}
+
+// tick_program_event(): write the TSC deadline only when the earliest expiry
+// changed (the kernel skips reprogramming a later event).
+void GuestClockevent::program() {
+  const std::uint64_t earliest = next_expiry();
+  if (earliest == programmed_ || in_hrtirq_) return;
+  programmed_ = earliest;
+  auto& q = k_.context_steps();
+  using S = GuestConfig::Shutdown;
+  const S shutdown = k_.cfg_.clockevent_shutdown;
+  if (earliest == 0) {
+    // No timer left (the tick was stopped): clockevents_switch_state(
+    // ONESHOT_STOPPED) -> lapic_timer_shutdown(), per guest era.
+    if (shutdown == S::None) return;  // the stale deadline stays armed
+    stopped_ = true;
+    q.push_back(GuestStep::run(Stage::GuestSyscall, k_.costs_.clockevent_program(k_.rng_)));
+    q.push_back(
+        GuestStep::wrmsr(kMsrX2apicLvtt, kLvttMasked | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+    if (shutdown == S::LvttDeadline0) q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, 0));
+    q.push_back(GuestStep::wrmsr(kMsrX2apicTmict, 0));
+    return;
+  }
+  q.push_back(GuestStep::run(Stage::GuestSyscall, k_.costs_.clockevent_program(k_.rng_)));
+  if (stopped_) {
+    // tick_program_event() on a stopped device: clockevents_switch_state(
+    // ONESHOT) -> lapic_timer_set_oneshot() unmasks LVTT first.
+    stopped_ = false;
+    q.push_back(GuestStep::wrmsr(kMsrX2apicLvtt, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+  }
+  q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
+}
+
+}  // namespace kvmsim
