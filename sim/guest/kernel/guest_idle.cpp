@@ -14,13 +14,8 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     // Before v4.17 the polling loop is entered through tick_nohz_idle_enter()
     // too (cpu_idle_loop() of v4.9): tick_nohz_stop_sched_tick() keeps the
     // tick only when the next timer is due before the next tick boundary.
-    if (cfg_.idle_poll_stops_tick && tick_running_ && tick_.queued) {
-      const std::uint64_t next_other = clockevent_.next_expiry(&tick_);
-      if (next_other == 0 || next_other > tick_.expires) {
-        tick_stop();  // queues the clockevent write for the next timer, if any
-        return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
-      }
-    }
+    if (cfg_.idle_poll_stops_tick && tick_.stop_for_idle_poll())
+      return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));
     return GuestStep::idle();
   }
   if (cfg_.nohz && cfg_.hz) {
@@ -31,13 +26,11 @@ GuestStep GuestKernel::idle_step(Tsc now) {
     // active hrtimer_get_next_event() returns KTIME_MAX (hrtimers program
     // the clockevent themselves). So the tick stops unless a wheel timer
     // is due within a jiffy, however close the next hrtimer is.
-    const bool wheel_due = tick_running_ && clockevent_.wheel_due_by(guest_tsc(now) + tick_.period);
-    if (tick_running_ && !wheel_due) {
+    if (tick_.stop_for_idle(now)) {
       irq_in_idle_ = false;
-      tick_stop();  // queues the clockevent write for the next timer, if any
       return GuestStep::run(Stage::GuestIdle, costs_.nohz_stop(rng_));  // HLT comes next
     }
-    if (irq_in_idle_ && !tick_running_) {
+    if (irq_in_idle_ && !tick_.running()) {
       // Back in idle after an interrupt that woke nothing, tick stopped:
       // the same next-event evaluation, the stop's work of the same kind
       // (its reprogram happens only if the next event moved).

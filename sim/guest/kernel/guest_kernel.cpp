@@ -13,17 +13,7 @@ GuestKernel::GuestKernel(Vcpu& vcpu, GuestCosts costs, std::uint64_t guest_tsc_k
       costs_(std::move(costs)),
       cfg_(cfg),
       guest_tsc_khz_(guest_tsc_khz),
-      rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {
-  if (cfg_.hz) {
-    // The tick's phase against a workload's timers is set at boot.
-    tick_.period = guest_tsc_khz_ * 1000 / cfg_.hz;
-    tick_phase_ = boot_phase("tick", tick_.period);
-  }
-  if (cfg_.watchdog_s) watchdog_.period = guest_tsc_khz_ * 1000 * cfg_.watchdog_s;
-  if (cfg_.clocksource_watchdog_ms)
-    cs_watchdog_.period = guest_tsc_khz_ * cfg_.clocksource_watchdog_ms;
-  cs_watchdog_.wheel = true;  // add_timer_on(): a timer-wheel timer
-}
+      rng_(vcpu.ctx().stream("guest.vcpu" + std::to_string(vcpu.id()))) {}
 
 std::uint64_t GuestKernel::guest_ns(Tsc host_now) const {
   return static_cast<std::uint64_t>((static_cast<u128>(guest_tsc(host_now)) * 1000000u) /
@@ -91,15 +81,7 @@ GuestStep GuestKernel::step(Tsc now) {
                       resume_.stage == Stage::GuestHaltPoll)))
       return last_ = resume_;
   }
-  if (!tick_started_ && (cfg_.hz || cfg_.watchdog_s || cfg_.clocksource_watchdog_ms)) {
-    tick_started_ = true;
-    if (cfg_.watchdog_s)
-      hrtimer_start(&watchdog_, guest_tsc(now) + 1 + boot_phase("watchdog", watchdog_.period));
-    if (cfg_.clocksource_watchdog_ms)  // a timer-wheel timer; its jiffy's wake-up as an hrtimer
-      hrtimer_start(&cs_watchdog_,
-                    guest_tsc(now) + 1 + boot_phase("cs_watchdog", cs_watchdog_.period));
-    if (cfg_.hz) tick_start(now);  // queues the first clockevent write
-  }
+  tick_.boot(now);  // the first step: the tick and the watchdogs start
   if (!kq_.empty()) {
     last_ = kq_.front();
     kq_.pop_front();
@@ -134,10 +116,10 @@ GuestStep GuestKernel::step(Tsc now) {
       self->pending_ = s;
     }
     need_resched_ = false;
-    if (current_ == nullptr && cfg_.hz && !tick_running_) {
+    if (current_ == nullptr && cfg_.hz && !tick_.running()) {
       // tick_nohz_idle_exit(): restart the tick before schedule_idle().
       need_resched_ = true;
-      tick_start(now);  // queues the clockevent write, which follows this step
+      tick_.start(now);  // queues the clockevent write, which follows this step
       return last_ = GuestStep::run(Stage::GuestSyscall, costs_.nohz_restart(rng_));
     }
     fair_.update_curr(now);  // put_prev_task_fair()
@@ -232,6 +214,10 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
     return false;
   }
   return true;
+}
+
+void GuestKernel::hrtimer_start(GuestHrtimer* t, std::uint64_t expires) {
+  clockevent_.start(t, expires);
 }
 
 void GuestKernel::remote_store() {

@@ -16,6 +16,7 @@
 #include "sim/guest/kernel/guest_config.h"
 #include "sim/guest/kernel/guest_fair.h"
 #include "sim/guest/kernel/guest_task.h"
+#include "sim/guest/kernel/guest_tick.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -108,6 +109,7 @@ class GuestKernel : public GuestVcpu {
  private:
   friend class GuestFair;        // rq_of(cfs_rq)
   friend class GuestClockevent;  // its reprogram steps, costs and era switch
+  friend class GuestTick;        // the tick's softirq and scheduler_tick()
   // Where a step queued now runs: in the interrupt handler, or before the
   // task continues.
   std::deque<GuestStep>& context_steps() { return in_irq_ ? irq_q_ : kq_; }
@@ -138,35 +140,13 @@ class GuestKernel : public GuestVcpu {
     bool locked = false;
     bool sync = false;  // CSD_FLAG_SYNCHRONOUS: unlock after func, not before
   };
-  void tick_start(Tsc now);  // arm the tick at the next period boundary
-  void tick_stop();
-
-  // A kernel's own periodic hrtimer (tick_sched_timer, watchdog_timer_fn):
-  // its work, then hrtimer_forward() past now by whole periods.
-  class PeriodicTimer : public GuestHrtimer {
-   public:
-    explicit PeriodicTimer(Sampler GuestCosts::*cost) : cost_(cost) {}
-    Tsc fn(GuestKernel& k, Tsc now) override;
-    std::uint64_t period = 0;  // guest TSC cycles
-
-   private:
-    Sampler GuestCosts::*cost_;
-  };
-  // A boot-time phase in [0, period) from its own random stream, so paired
-  // runs see the same one.
-  [[nodiscard]] std::uint64_t boot_phase(const char* timer, std::uint64_t period) const;
 
   Vcpu& vcpu_;
   GuestCosts costs_;
   GuestConfig cfg_;
-  PeriodicTimer tick_{&GuestCosts::tick};
-  PeriodicTimer watchdog_{&GuestCosts::watchdog};
-  PeriodicTimer cs_watchdog_{&GuestCosts::clocksource_watchdog};
-  std::uint64_t tick_phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
-  bool tick_running_ = false;
-  bool tick_started_ = false;
   std::uint64_t guest_tsc_khz_;
   Rng rng_;
+  GuestTick tick_{*this, cfg_, guest_tsc_khz_};  // the tick and the watchdogs
 
   GuestTask* current_ = nullptr;  // nullptr = idle task
   std::deque<GuestTask*> runqueue_;
