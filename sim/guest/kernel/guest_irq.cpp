@@ -16,13 +16,7 @@ void GuestKernel::local_irq_restore(Tsc now) {
 void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc now) {
   // The interrupted step (if any) was saved by suspend(); it resumes after
   // the handler unless a reschedule switches away from it.
-  timer_from_idle_ = vector == LOCAL_TIMER_VECTOR && (in_hlt_ || haltpoll_.polling());
-  if (in_hlt_ || haltpoll_.polling()) irq_in_idle_ = true;
-  if (in_hlt_) {
-    // The halt ends: cpuidle's last_residency_ns -> haltpoll_reflect().
-    in_hlt_ = false;
-    if (haltpoll_.enabled()) haltpoll_.reflect(guest_ns(now) - idle_enter_ns_);
-  }
+  idle_.interrupt(vector, now);
   in_irq_ = true;
   irq_vector_ = vector;
   irq_state_ = Irq::Entry;
@@ -52,13 +46,7 @@ GuestStep GuestKernel::irq_step(Tsc now) {
       if (irq_vector_ != LOCAL_TIMER_VECTOR) return irq_handler_ipi(now);
       Tsc cost = costs_.hrtimer_interrupt(rng_);
       const std::uint64_t gnow = guest_tsc(now);
-      const std::uint64_t programmed = clockevent_.programmed();
-      if (timer_from_idle_ && programmed && gnow >= programmed) {
-        // A timer woke the idle CPU: its deadline to hrtimer_interrupt().
-        ++idle_stats_.timer_wakeups;
-        idle_stats_.timer_wakeup_ns += (gnow - programmed) * 1000000 / guest_tsc_khz_;
-      }
-      timer_from_idle_ = false;
+      idle_.timer_interrupt(gnow, clockevent_.programmed());
       cost += clockevent_.hrtimer_interrupt(gnow, now);
       return GuestStep::run(Stage::GuestHrtimerInterrupt, cost);
     }

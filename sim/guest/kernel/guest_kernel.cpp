@@ -94,13 +94,13 @@ GuestStep GuestKernel::step(Tsc now) {
     work_.pop_front();
     if (!kq_.empty()) return step(now);
   }
-  if (recheck && need_resched_ && current_ == nullptr && (!cfg_.idle_hlt || haltpoll_.polling())) {
+  if (recheck && need_resched_ && current_ == nullptr && idle_.polls()) {
     // The polling idle loop saw the waker's TIF_NEED_RESCHED store.
-    if (haltpoll_.polling()) haltpoll_done(now, true);
+    if (idle_.haltpoll_polling()) idle_.poll_done(now, true);
     return last_ = GuestStep::run(Stage::GuestIdle, costs_.cacheline_transfer(rng_));
   }
-  if (haltpoll_.polling() && need_resched_)  // woken on this CPU
-    haltpoll_done(now, true);
+  if (idle_.haltpoll_polling() && need_resched_)  // woken on this CPU
+    idle_.poll_done(now, true);
   // No schedule() inside a spin_lock_irqsave() section (preemption is off):
   // the reschedule waits for local_irq_restore().
   if (need_resched_ && !irqs_off_) {
@@ -133,7 +133,7 @@ GuestStep GuestKernel::step(Tsc now) {
       return last_ = GuestStep::run(Stage::GuestContextSwitch, costs_.context_switch(rng_));
     }
   }
-  if (current_ == nullptr) return last_ = idle_step(now);
+  if (current_ == nullptr) return last_ = idle_.step(now);
   if (current_->pending_) {
     const GuestStep s = *current_->pending_;
     current_->pending_.reset();
@@ -208,7 +208,7 @@ bool GuestKernel::ttwu_remote_enqueue(GuestTask* t) {
   if (need_resched_) return false;
   fair_.check_preempt_curr(t, now_tsc());
   if (!need_resched_) return false;
-  if (current_ == nullptr && (!cfg_.idle_hlt || haltpoll_.polling())) {
+  if (current_ == nullptr && idle_.polls()) {
     ++smp_->stats().wakeups_polling;
     remote_store();
     return false;

@@ -15,6 +15,7 @@
 #include "sim/guest/kernel/guest_clockevent.h"
 #include "sim/guest/kernel/guest_config.h"
 #include "sim/guest/kernel/guest_fair.h"
+#include "sim/guest/kernel/guest_idle.h"
 #include "sim/guest/kernel/guest_task.h"
 #include "sim/guest/kernel/guest_tick.h"
 #include "sim/vmx/vcpu.h"
@@ -101,27 +102,22 @@ class GuestKernel : public GuestVcpu {
   Vcpu& vcpu() { return vcpu_; }
   Rng& rng() { return rng_; }
   const GuestCosts& costs() const { return costs_; }
-  [[nodiscard]] const GuestIdleStats& idle_stats() const { return idle_stats_; }
-  [[nodiscard]] unsigned haltpoll_limit_ns() const { return haltpoll_.limit_ns(); }
+  [[nodiscard]] const GuestIdleStats& idle_stats() const { return idle_.stats(); }
+  [[nodiscard]] unsigned haltpoll_limit_ns() const { return idle_.haltpoll_limit_ns(); }
   // The idle loop is in the haltpoll governor's poll state (TIF_POLLING_NRFLAG set).
-  [[nodiscard]] bool haltpoll_polling() const { return haltpoll_.polling(); }
+  [[nodiscard]] bool haltpoll_polling() const { return idle_.haltpoll_polling(); }
 
  private:
   friend class GuestFair;        // rq_of(cfs_rq)
   friend class GuestClockevent;  // its reprogram steps, costs and era switch
   friend class GuestTick;        // the tick's softirq and scheduler_tick()
+  friend class GuestIdle;        // the tick, the guest clock and the idle costs
   // Where a step queued now runs: in the interrupt handler, or before the
   // task continues.
   std::deque<GuestStep>& context_steps() { return in_irq_ ? irq_q_ : kq_; }
   enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
   GuestStep irq_step(Tsc now);
   GuestTask* pick_next(Tsc now);
-  GuestStep idle_step(Tsc now);
-  GuestStep haltpoll_idle_step(Tsc now);
-  // poll_idle() returns at `now`: an event (`hit`) or the limit.
-  void haltpoll_done(Tsc now, bool hit) {
-    haltpoll_.poll_done(guest_ns(now) - idle_enter_ns_, hit);
-  }
   void wake_up_local(GuestTask* t);
   void enqueue_woken(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
@@ -175,14 +171,8 @@ class GuestKernel : public GuestVcpu {
   std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
   std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
 
-  // Idle state: HLT executed and no interrupt since; haltpoll's poll state.
-  bool in_hlt_ = false;
-  bool timer_from_idle_ = false;  // the timer interrupt being handled found the CPU idle
-  bool irq_in_idle_ = false;      // an interrupt ended the HLT; the idle loop re-evaluates the tick
   bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
-  std::uint64_t idle_enter_ns_ = 0;  // guest ns when the HLT / poll began
-  GuestIdleStats idle_stats_;
-  GuestHaltpoll haltpoll_{cfg_.haltpoll, idle_stats_.haltpoll};
+  GuestIdle idle_{*this, cfg_};   // the idle task and cpuidle-haltpoll
 
   GuestClockevent clockevent_{*this};  // the hrtimer queue and the TSC-deadline device
 };
