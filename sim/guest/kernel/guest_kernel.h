@@ -16,6 +16,7 @@
 #include "sim/guest/kernel/guest_config.h"
 #include "sim/guest/kernel/guest_fair.h"
 #include "sim/guest/kernel/guest_idle.h"
+#include "sim/guest/kernel/guest_smp_call.h"
 #include "sim/guest/kernel/guest_task.h"
 #include "sim/guest/kernel/guest_tick.h"
 #include "sim/vmx/vcpu.h"
@@ -112,6 +113,7 @@ class GuestKernel : public GuestVcpu {
   friend class GuestClockevent;  // its reprogram steps, costs and era switch
   friend class GuestTick;        // the tick's softirq and scheduler_tick()
   friend class GuestIdle;        // the tick, the guest clock and the idle costs
+  friend class GuestSmpCalls;    // the era switch, the target CPUs' call queues
   // Where a step queued now runs: in the interrupt handler, or before the
   // task continues.
   std::deque<GuestStep>& context_steps() { return in_irq_ ? irq_q_ : kq_; }
@@ -125,17 +127,7 @@ class GuestKernel : public GuestVcpu {
   bool ttwu_remote_enqueue(GuestTask* t);
   GuestStep irq_handler_ipi(Tsc now);
   class RemoteWake;
-  class CrossCall;
-  class FlushCallQueue;
   void queue_remote_wake(GuestTask* t);
-  // struct __call_single_data: one queued request, locked (CSD_FLAG_LOCK)
-  // from csd_lock() on the initiator until the target's csd_unlock().
-  struct Csd {
-    GuestKernel* owner = nullptr;  // the initiator (who may spin on `locked`)
-    SmpCallFunc func;
-    bool locked = false;
-    bool sync = false;  // CSD_FLAG_SYNCHRONOUS: unlock after func, not before
-  };
 
   Vcpu& vcpu_;
   GuestCosts costs_;
@@ -167,9 +159,7 @@ class GuestKernel : public GuestVcpu {
   int cpu_ = 0;
   std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
   bool spin_recheck_ = false;
-  std::deque<Csd*> call_single_queue_;         // csds other CPUs queued for this one
-  std::vector<std::unique_ptr<Csd>> cfd_csd_;  // this CPU's per-target csds (cfd_data)
-  std::unique_ptr<Csd> csd_data_;              // smp_call_function_single(wait=0)'s csd
+  GuestSmpCalls smp_calls_{*this};  // kernel/smp.c: this CPU's csds and call queue
 
   bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
   GuestIdle idle_{*this, cfg_};   // the idle task and cpuidle-haltpoll

@@ -43,6 +43,12 @@ class GuestSmp : public MetricSource {
   [[nodiscard]] GuestKernel& cpu(int n) const { return *cpus_.at(static_cast<std::size_t>(n)); }
   // x86_cpu_to_apicid: the x2APIC ID of CPU n (KVM numbers them by vCPU index).
   [[nodiscard]] static std::uint32_t apic_id(int n) { return static_cast<std::uint32_t>(n); }
+  // The ICR value of an IPI to CPU n: __x2apic_send_IPI_dest() ->
+  // __prepare_ICR(0, vector, APIC_DEST_PHYSICAL): fixed delivery, physical
+  // destination, no shorthand; ICR2 = the APIC ID.
+  [[nodiscard]] static std::uint64_t icr(int n, std::uint8_t vector) {
+    return static_cast<std::uint64_t>(apic_id(n)) << 32 | vector;
+  }
   // idle_cpu(): the idle task runs and nothing is queued.
   [[nodiscard]] bool idle_cpu(int n) const;
   // select_task_rq() for a wake-up: the bound CPU; else the task's previous
