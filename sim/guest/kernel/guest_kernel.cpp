@@ -54,12 +54,9 @@ GuestTask* GuestKernel::pick_next(Tsc now) {
 // queued kernel work, a pending context switch, and finally the current task
 // (or the idle loop).
 GuestStep GuestKernel::step(Tsc now) {
-  if (in_irq_) {
-    if (has_irq_resume_) {
-      has_irq_resume_ = false;
-      return last_ = irq_resume_;
-    }
-    return last_ = irq_step(now);
+  if (irq_.active()) {
+    if (auto s = irq_.step(now)) return last_ = *s;
+    return last_ = irq_return(now);
   }
   // A spin a VM exit cut short resumes unless another CPU's store may have
   // ended it meanwhile (then its owner re-checks the condition).
@@ -146,8 +143,44 @@ GuestStep GuestKernel::step(Tsc now) {
 // interrupt delivered on entry runs first).
 void GuestKernel::suspend(Tsc remaining) {
   if (remaining == 0) return;
-  (in_irq_ ? irq_resume_ : resume_) = last_.remainder(remaining);
-  (in_irq_ ? has_irq_resume_ : has_resume_) = true;
+  if (irq_.active()) {
+    irq_.suspend(last_.remainder(remaining));
+    return;
+  }
+  resume_ = last_.remainder(remaining);
+  has_resume_ = true;
+}
+
+void GuestKernel::deliver_interrupt(std::uint8_t vector, Tsc now) {
+  // The interrupted step (if any) was saved by suspend(); it resumes after
+  // the handler unless a reschedule switches away from it.
+  idle_.interrupt(vector, now);
+  irq_.enter(vector);
+}
+
+// The handler returned. A reschedule preempts the idle loop (its endless
+// resume is dropped); a task's interrupted step finishes first (no kernel
+// preemption inside a step).
+GuestStep GuestKernel::irq_return(Tsc now) {
+  if (need_resched_ && has_resume_ &&
+      (resume_.kind == GuestStep::Kind::Idle || resume_.stage == Stage::GuestHaltPoll))
+    has_resume_ = false;
+  // ack_APIC_irq(): no exit. With APICv the EOI is virtualized; without it
+  // a Linux guest on KVM uses PV EOI (KVM_FEATURE_PV_EOI, v3.6+:
+  // kvm_guest_apic_eoi_write() clears the flag KVM set at injection by
+  // apic_sync_pv_eoi_to_guest() and skips the x2APIC EOI WRMSR; KVM reads it
+  // back at the next exit). Not modelled: the EOI that does exit when
+  // another vector was pending at injection (KVM then leaves PV EOI off).
+  // Then a vector that became pending meanwhile.
+  vcpu_.lapic().virtual_eoi();
+  vcpu_.deliver_pending_interrupt(now);
+  return step(now);
+}
+
+// local_irq_restore() takes a vector that became pending.
+void GuestKernel::local_irq_restore(Tsc now) {
+  irqs_off_ = false;
+  vcpu_.deliver_pending_interrupt(now);
 }
 
 void GuestKernel::block_current() {
@@ -226,7 +259,10 @@ void GuestKernel::remote_store() {
 }
 
 void GuestKernel::queue_work(std::unique_ptr<KernelWork> w) {
-  (in_irq_ ? irq_work_ : work_).push_back(std::move(w));
+  if (irq_.active())
+    irq_.queue_work(std::move(w));
+  else
+    work_.push_back(std::move(w));
 }
 
 void GuestKernel::set_smp(std::shared_ptr<GuestSmp> smp, int cpu) {

@@ -16,6 +16,7 @@
 #include "sim/guest/kernel/guest_config.h"
 #include "sim/guest/kernel/guest_fair.h"
 #include "sim/guest/kernel/guest_idle.h"
+#include "sim/guest/kernel/guest_irq.h"
 #include "sim/guest/kernel/guest_smp_call.h"
 #include "sim/guest/kernel/guest_task.h"
 #include "sim/guest/kernel/guest_tick.h"
@@ -35,10 +36,10 @@ class GuestKernel : public GuestVcpu {
   // GuestVcpu
   GuestStep step(Tsc now) override;
   void suspend(Tsc remaining) override;
-  [[nodiscard]] bool interruptible() const override { return !in_irq_ && !irqs_off_; }
-  [[nodiscard]] bool irqs_disabled() const override { return irqs_off_ && !in_irq_; }
+  [[nodiscard]] bool interruptible() const override { return !irq_.active() && !irqs_off_; }
+  [[nodiscard]] bool irqs_disabled() const override { return irqs_off_ && !irq_.active(); }
   [[nodiscard]] bool in_kernel_mode() const override {
-    return in_irq_ || last_.stage != Stage::GuestUser;
+    return irq_.active() || last_.stage != Stage::GuestUser;
   }
   void deliver_interrupt(std::uint8_t vector, Tsc now) override;
 
@@ -114,18 +115,19 @@ class GuestKernel : public GuestVcpu {
   friend class GuestTick;        // the tick's softirq and scheduler_tick()
   friend class GuestIdle;        // the tick, the guest clock and the idle costs
   friend class GuestSmpCalls;    // the era switch, the target CPUs' call queues
+  friend class GuestIrq;         // the handler bodies' costs, timers and idle state
   // Where a step queued now runs: in the interrupt handler, or before the
   // task continues.
-  std::deque<GuestStep>& context_steps() { return in_irq_ ? irq_q_ : kq_; }
-  enum class Irq : std::uint8_t { None, Entry, Handler, Exit };
-  GuestStep irq_step(Tsc now);
+  std::deque<GuestStep>& context_steps() { return irq_.active() ? irq_.steps() : kq_; }
+  GuestStep irq_return(Tsc now);  // after irq_exit()
   GuestTask* pick_next(Tsc now);
   void wake_up_local(GuestTask* t);
   void enqueue_woken(GuestTask* t);
   // The remote half of try_to_wake_up() (ttwu_do_activate + resched_curr):
   // true if this CPU needs a RESCHEDULE_VECTOR IPI.
   bool ttwu_remote_enqueue(GuestTask* t);
-  GuestStep irq_handler_ipi(Tsc now);
+  // The handler body of an SMP vector (guest_smp.cpp); nullopt: none.
+  std::optional<GuestStep> ipi_handler(std::uint8_t vector);
   class RemoteWake;
   void queue_remote_wake(GuestTask* t);
 
@@ -145,24 +147,18 @@ class GuestKernel : public GuestVcpu {
   GuestStep last_;    // the step in flight
   GuestStep resume_;  // the task-level step a VM exit cut short
   bool has_resume_ = false;
-  GuestStep irq_resume_;  // the same inside an interrupt handler
-  bool has_irq_resume_ = false;
 
-  bool in_irq_ = false;
   bool irqs_off_ = false;  // RFLAGS.IF clear in task context (local_irq_save)
-  Irq irq_state_ = Irq::None;
-  std::uint8_t irq_vector_ = 0;  // the vector being handled
-  std::deque<GuestStep> irq_q_;
+  GuestIrq irq_{*this};    // interrupt context: entry, handler, irq_exit()
 
   // SMP state.
   std::shared_ptr<GuestSmp> smp_;
   int cpu_ = 0;
-  std::deque<std::unique_ptr<KernelWork>> work_, irq_work_;
+  std::deque<std::unique_ptr<KernelWork>> work_;
   bool spin_recheck_ = false;
   GuestSmpCalls smp_calls_{*this};  // kernel/smp.c: this CPU's csds and call queue
 
-  bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
-  GuestIdle idle_{*this, cfg_};   // the idle task and cpuidle-haltpoll
+  GuestIdle idle_{*this, cfg_};  // the idle task and cpuidle-haltpoll
 
   GuestClockevent clockevent_{*this};  // the hrtimer queue and the TSC-deadline device
 };

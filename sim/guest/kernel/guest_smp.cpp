@@ -102,12 +102,12 @@ class GuestKernel::RemoteWake : public KernelWork {
 
 void GuestKernel::queue_remote_wake(GuestTask* t) { queue_work(std::make_unique<RemoteWake>(t)); }
 
-// The handler bodies of the SMP vectors (irq entry and irq_exit() are the
-// common ones of irq_step()).
-GuestStep GuestKernel::irq_handler_ipi(Tsc now) {
-  if (!smp_) return irq_step(now);
+// The handler bodies of the SMP vectors (entry and irq_exit() are
+// GuestIrq's); nullopt when there is no body to run.
+std::optional<GuestStep> GuestKernel::ipi_handler(std::uint8_t vector) {
+  if (!smp_) return std::nullopt;
   GuestSmpStats& st = smp_->stats();
-  switch (irq_vector_) {
+  switch (vector) {
     case RESCHEDULE_VECTOR:
       // smp_reschedule_interrupt() -> scheduler_ipi(): the waker already set
       // need_resched; the reschedule happens on the way out (irq_exit,
@@ -116,11 +116,11 @@ GuestStep GuestKernel::irq_handler_ipi(Tsc now) {
       return GuestStep::run(Stage::Guest, costs_.resched_ipi_handler(rng_));
     case CALL_FUNCTION_VECTOR:
     case CALL_FUNCTION_SINGLE_VECTOR:
-      ++(irq_vector_ == CALL_FUNCTION_VECTOR ? st.call_many_handled : st.call_single_handled);
+      ++(vector == CALL_FUNCTION_VECTOR ? st.call_many_handled : st.call_single_handled);
       smp_calls_.flush_queue();
-      return irq_step(now);
+      return std::nullopt;
     default:
-      return irq_step(now);
+      return std::nullopt;
   }
 }
 

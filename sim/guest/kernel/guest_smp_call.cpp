@@ -185,7 +185,7 @@ class GuestSmpCalls::FlushCallQueue : public KernelWork {
 };
 
 void GuestSmpCalls::call(SmpCall call) {
-  if (k_.in_irq_) throw std::logic_error("smp_call_function from interrupt context");
+  if (k_.irq_.active()) throw std::logic_error("smp_call_function from interrupt context");
   if (!k_.smp()) throw std::logic_error("smp_call_function: the guest has no SMP view");
   ++k_.smp()->stats().smp_calls;
   k_.queue_work(std::make_unique<CrossCall>(std::move(call), k_));

@@ -42,14 +42,14 @@ Tsc GuestTick::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   // update_process_times() -> run_local_timers(): before v4.8 it raises
   // TIMER_SOFTIRQ on every tick (the pre-rework wheel is scanned from the
   // softirq); from v4.8 only when a wheel timer is due.
-  if (is_tick && owner_.cfg_.tick_timer_softirq) k.softirq_pending_ = true;
+  if (is_tick && owner_.cfg_.tick_timer_softirq) k.irq_.raise_timer_softirq();
   if (is_tick) k.fair_.task_tick(now);  // scheduler_tick() -> task_tick_fair()
   if (wheel) {
     // A wheel timer runs from TIMER_SOFTIRQ. With the tick stopped in idle,
     // tick_nohz_stop_sched_tick() parked the tick's sched_timer at this
     // timer's jiffy, so the interrupt is tick_sched_timer() first
     // (tick_sched_handle() -> update_process_times() raises the softirq).
-    k.softirq_pending_ = true;
+    k.irq_.raise_timer_softirq();
     if (!owner_.running_ && owner_.cfg_.hz) cost += k.costs_.tick(k.rng_);
   }
   return cost;
