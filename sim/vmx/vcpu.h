@@ -111,6 +111,7 @@ class Vcpu final : public LapicVcpu {
        const VmxConfig& vmx, LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc);
 
   void set_guest(GuestVcpu* g) { guest_ = g; }
+  [[nodiscard]] GuestVcpu* guest() const { return guest_; }
   void set_vm_vcpus(VmVcpuList* l) { vm_vcpus_ = l; }
   [[nodiscard]] VmVcpuList* vm_vcpus() const { return vm_vcpus_; }
   void start();  // the thread enters KVM_RUN

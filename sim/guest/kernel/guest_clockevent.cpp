@@ -74,6 +74,7 @@ void GuestClockevent::program() {
     // ONESHOT_STOPPED) -> lapic_timer_shutdown(), per guest era.
     if (shutdown == S::None) return;  // the stale deadline stays armed
     stopped_ = true;
+    ++stats_.shutdowns;
     q.push_back(GuestStep::run(Stage::GuestSyscall, k_.costs_.clockevent_program(k_.rng_)));
     q.push_back(
         GuestStep::wrmsr(kMsrX2apicLvtt, kLvttMasked | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
@@ -86,9 +87,11 @@ void GuestClockevent::program() {
     // tick_program_event() on a stopped device: clockevents_switch_state(
     // ONESHOT) -> lapic_timer_set_oneshot() unmasks LVTT first.
     stopped_ = false;
+    ++stats_.rearms;
     q.push_back(GuestStep::wrmsr(kMsrX2apicLvtt, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
   }
   q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
+  ++stats_.programs;
 }
 
 }  // namespace kvmsim

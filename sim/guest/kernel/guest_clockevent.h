@@ -40,6 +40,14 @@ class GuestClockevent {
   [[nodiscard]] std::uint64_t programmed() const { return programmed_; }
   static constexpr std::uint64_t kFired = ~std::uint64_t{0};
 
+  // What the device was told (for tests and views; not a metric).
+  struct Stats {
+    std::uint64_t programs = 0;   // TSC-deadline writes (lapic_next_deadline())
+    std::uint64_t shutdowns = 0;  // lapic_timer_shutdown() with the last timer gone
+    std::uint64_t rearms = 0;     // lapic_timer_set_oneshot() after a shutdown
+  };
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+
  private:
   void program();  // tick_program_event()
 
@@ -48,6 +56,7 @@ class GuestClockevent {
   std::uint64_t programmed_ = 0;
   bool stopped_ = false;    // lapic_timer_shutdown() masked LVTT
   bool in_hrtirq_ = false;  // hrtimer_interrupt(): no reprogramming from callbacks
+  Stats stats_;
 };
 
 }  // namespace kvmsim

@@ -11,6 +11,7 @@ void GuestIrq::enter(std::uint8_t vector) {
   active_ = true;
   vector_ = vector;
   state_ = State::Entry;
+  ++stats_.interrupts;
 }
 
 void GuestIrq::suspend(const GuestStep& rest) {
@@ -46,6 +47,7 @@ std::optional<GuestStep> GuestIrq::step(Tsc now) {
       if (softirq_pending_) {
         // invoke_softirq() -> __do_softirq(): run_timer_softirq().
         softirq_pending_ = false;
+        ++stats_.timer_softirqs;
         return GuestStep::run(Stage::GuestIrqExit,
                               k_.costs_.irq_exit(k_.rng_) + k_.costs_.timer_softirq(k_.rng_));
       }

@@ -39,6 +39,13 @@ class GuestIrq {
   // raise_softirq(TIMER_SOFTIRQ): runs at irq_exit().
   void raise_timer_softirq() { softirq_pending_ = true; }
 
+  // What interrupt context ran (for tests and views; not a metric).
+  struct Stats {
+    std::uint64_t interrupts = 0;      // handlers entered
+    std::uint64_t timer_softirqs = 0;  // run_timer_softirq() at irq_exit()
+  };
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+
  private:
   enum class State : std::uint8_t { None, Entry, Handler, Exit };
   std::optional<GuestStep> handler(Tsc now);
@@ -52,6 +59,7 @@ class GuestIrq {
   GuestStep resume_;  // the step a VM exit cut short
   bool has_resume_ = false;
   bool softirq_pending_ = false;  // TIMER_SOFTIRQ raised: run at irq_exit()
+  Stats stats_;
 };
 
 }  // namespace kvmsim

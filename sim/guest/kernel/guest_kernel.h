@@ -105,6 +105,10 @@ class GuestKernel : public GuestVcpu {
   Rng& rng() { return rng_; }
   const GuestCosts& costs() const { return costs_; }
   [[nodiscard]] const GuestIdleStats& idle_stats() const { return idle_.stats(); }
+  // The subsystems, for tests and views.
+  [[nodiscard]] const GuestTick& tick() const { return tick_; }
+  [[nodiscard]] const GuestClockevent& clockevent() const { return clockevent_; }
+  [[nodiscard]] const GuestIrq& irq() const { return irq_; }
   [[nodiscard]] unsigned haltpoll_limit_ns() const { return idle_.haltpoll_limit_ns(); }
   // The idle loop is in the haltpoll governor's poll state (TIF_POLLING_NRFLAG set).
   [[nodiscard]] bool haltpoll_polling() const { return idle_.haltpoll_polling(); }

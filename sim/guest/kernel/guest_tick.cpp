@@ -39,6 +39,7 @@ Tsc GuestTick::PeriodicTimer::fn(GuestKernel& k, Tsc now) {
   k.hrtimer_start(this, expires);
   Tsc cost = (k.costs().*cost_)(k.rng());
   const bool is_tick = this == &owner_.tick_;
+  if (is_tick) ++owner_.stats_.ticks;
   // update_process_times() -> run_local_timers(): before v4.8 it raises
   // TIMER_SOFTIRQ on every tick (the pre-rework wheel is scanned from the
   // softirq); from v4.8 only when a wheel timer is due.
@@ -62,10 +63,12 @@ void GuestTick::start(Tsc now) {
   std::uint64_t next = phase_;
   if (g >= phase_) next += ((g - phase_) / tick_.period + 1) * tick_.period;
   running_ = true;
+  ++stats_.starts;
   k_.hrtimer_start(&tick_, next);
 }
 
 void GuestTick::stop() {
+  if (running_) ++stats_.stops;
   running_ = false;
   k_.clockevent_.cancel(&tick_);
 }

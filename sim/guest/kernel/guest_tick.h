@@ -32,6 +32,14 @@ class GuestTick {
   void stop();
   [[nodiscard]] bool running() const { return running_; }
 
+  // What the tick did (for tests and views; not a metric).
+  struct Stats {
+    std::uint64_t ticks = 0;   // tick_sched_timer() runs
+    std::uint64_t starts = 0;  // arms at boot and restarts (tick_nohz_restart_sched_tick())
+    std::uint64_t stops = 0;   // NO_HZ_IDLE stops of a running tick
+  };
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+
   // NO_HZ_IDLE decisions of the idle loop; each stops the tick (queuing the
   // clockevent write for the next timer) and returns true when it applies.
   // The idle=poll loop of guests before v4.17: stop unless another timer is
@@ -66,6 +74,7 @@ class GuestTick {
   std::uint64_t phase_ = 0;  // guest TSC of a tick boundary (boot-time phase)
   bool running_ = false;
   bool booted_ = false;
+  Stats stats_;
 };
 
 }  // namespace kvmsim
