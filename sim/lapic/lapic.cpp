@@ -204,6 +204,15 @@ Tsc KvmLapic::local_deliver_timer(Tsc now) {
     invariant_failed(vcpu_.comm(),
                      "LAPIC timer interrupt delivered for a TSC deadline already consumed "
                      "(delivered twice)");
+  if (lvtt_masked_) {
+    // kvm_apic_local_deliver(): a masked LVT accepts nothing; the one-shot
+    // is consumed all the same (lapic_timer_shutdown() of v4.11..v6.11
+    // guests leaves the deadline armed behind the mask).
+    ++masked_expiries_;
+    tscdeadline_ = 0;
+    pending_ = 0;
+    return 0;
+  }
   signals_.kvm_apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now);
   if (cfg_.apicv)
     irq_.post(LOCAL_TIMER_VECTOR);

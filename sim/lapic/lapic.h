@@ -26,6 +26,7 @@ inline constexpr std::uint32_t APIC_DEST_LOGICAL = 0x800;
 inline constexpr std::uint32_t APIC_INT_ASSERT = 0x4000;
 inline constexpr std::uint32_t APIC_INT_LEVELTRIG = 0x8000;
 inline constexpr std::uint32_t APIC_SHORT_MASK = 0xc0000;  // 0 = APIC_DEST_NOSHORT
+inline constexpr std::uint32_t APIC_LVT_MASKED = 1u << 16;
 inline constexpr std::uint32_t X2APIC_BROADCAST = 0xffffffffU;
 
 class ApicMap;
@@ -169,6 +170,13 @@ class KvmLapic : public HostHrtimer {
 
   // WRMSR IA32_TSC_DEADLINE: kvm_set_lapic_tscdeadline_msr().
   Tsc set_tscdeadline_msr(std::uint64_t data, Tsc now);
+  // kvm_lapic_reg_write(APIC_LVTT) in TSC-deadline mode (the mode the
+  // model's guests keep): only the mask changes, and apic_update_lvtt()
+  // leaves the armed deadline alone; kvm_apic_local_deliver() then drops
+  // the timer interrupt while LVTT is masked.
+  void set_lvtt(std::uint64_t value) { lvtt_masked_ = (value & APIC_LVT_MASKED) != 0; }
+  // Timer expiries LVTT's mask dropped (for tests; not a metric).
+  [[nodiscard]] std::uint64_t masked_expiries() const { return masked_expiries_; }
   // PREEMPTION_TIMER exit: kvm_lapic_expired_hv_timer().
   Tsc expired_hv_timer(Tsc now);
   // vcpu_enter_guest(): kvm_inject_pending_timer_irqs() when pending.
@@ -259,7 +267,9 @@ class KvmLapic : public HostHrtimer {
   bool advance_adaptive_ = false;          // lapic_timer_advance_dynamic
   bool advance_adjust_done_ = false;       // lapic_timer_advance_adjust_done (until_done rule)
   WaitLapicExpireStats wait_stats_;
-  int pending_ = 0;  // lapic_timer.pending
+  int pending_ = 0;           // lapic_timer.pending
+  bool lvtt_masked_ = false;  // LVTT's mask bit (the guest booted with it clear)
+  std::uint64_t masked_expiries_ = 0;
   bool hv_timer_in_use_ = false;
   ApicIrqState irq_;                   // (v)IRR, (v)ISR, PIR
   std::uint64_t acks_ = 0, eois_ = 0;  // for the acknowledge-once invariant's message

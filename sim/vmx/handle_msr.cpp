@@ -16,6 +16,10 @@ Tsc handle_wrmsr(Vcpu& v, Tsc now, Tsc /*cost*/) {
     v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
   if (wrmsr.msr == MSR_IA32_TSC_DEADLINE) return lapic.set_tscdeadline_msr(wrmsr.value, now);
   if (wrmsr.msr == MSR_X2APIC_EOI) return lapic.eoi();  // x2APIC EOI trapped without APICv
+  if (wrmsr.msr == MSR_X2APIC_LVTT) {
+    lapic.set_lvtt(wrmsr.value);  // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(APIC_LVTT)
+    return 0;
+  }
   if (wrmsr.msr == MSR_X2APIC_ICR) {
     // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(ICR2), (ICR) ->
     // kvm_apic_send_ipi(): the IPI goes out at the end of this stage

@@ -7,10 +7,8 @@
 namespace kvmsim {
 
 namespace {
-// x2APIC MSRs of the LAPIC timer registers (APIC_BASE_MSR + reg >> 4).
-constexpr std::uint32_t kMsrX2apicLvtt = 0x832;
+// x2APIC MSR of TMICT (APIC_BASE_MSR + reg >> 4); LVTT's is MSR_X2APIC_LVTT.
 constexpr std::uint32_t kMsrX2apicTmict = 0x838;
-constexpr std::uint64_t kLvttMasked = 1u << 16;
 constexpr std::uint64_t kLvttTscDeadline = 2u << 17;
 }  // namespace
 
@@ -77,7 +75,7 @@ void GuestClockevent::program() {
     ++stats_.shutdowns;
     q.push_back(GuestStep::run(Stage::GuestSyscall, k_.costs_.clockevent_program(k_.rng_)));
     q.push_back(
-        GuestStep::wrmsr(kMsrX2apicLvtt, kLvttMasked | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+        GuestStep::wrmsr(MSR_X2APIC_LVTT, APIC_LVT_MASKED | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
     if (shutdown == S::LvttDeadline0) q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, 0));
     q.push_back(GuestStep::wrmsr(kMsrX2apicTmict, 0));
     return;
@@ -88,7 +86,7 @@ void GuestClockevent::program() {
     // ONESHOT) -> lapic_timer_set_oneshot() unmasks LVTT first.
     stopped_ = false;
     ++stats_.rearms;
-    q.push_back(GuestStep::wrmsr(kMsrX2apicLvtt, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
+    q.push_back(GuestStep::wrmsr(MSR_X2APIC_LVTT, kLvttTscDeadline | LOCAL_TIMER_VECTOR));
   }
   q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, earliest));
   ++stats_.programs;
