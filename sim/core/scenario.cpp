@@ -86,7 +86,13 @@ struct LoadState {
   const ParamRegistry& reg;
   ParamSet set;
   std::vector<OpenFile> chain;  // files being loaded, outermost first
+  // Errors of single entries (an unknown key, a bad value, a duplicate):
+  // the load goes on to the next entry so that all of them are reported.
+  std::vector<std::string> errors;
 };
+
+// At most this many entry errors are listed; the rest are counted.
+constexpr std::size_t kMaxReportedErrors = 20;
 
 // Loads one YAML document into the shared ParamSet.
 class FileLoader {
@@ -172,15 +178,19 @@ class FileLoader {
       const YAML::Node k = it->first;  // a copy, see load_includes()
       if (!k.IsScalar()) fail(k.Mark(), "mapping keys must be plain names, got " + describe(k));
       const std::string full = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
-      const auto [first, fresh] = here.emplace(full, k.Mark());
-      if (!fresh)
-        fail_key(k.Mark(), full,
-                 fmt::format("duplicate key in the same mapping (first at line {})",
-                             first->second.line + 1));
-      if (prefix.empty() && is_meta_key(k.Scalar())) {
-        check_meta(k, it->second);
-      } else {
-        visit(full, k.Mark(), it->second);
+      try {
+        const auto [first, fresh] = here.emplace(full, k.Mark());
+        if (!fresh)
+          fail_key(k.Mark(), full,
+                   fmt::format("duplicate key in the same mapping (first at line {})",
+                               first->second.line + 1));
+        if (prefix.empty() && is_meta_key(k.Scalar())) {
+          check_meta(k, it->second);
+        } else {
+          visit(full, k.Mark(), it->second);
+        }
+      } catch (const ScenarioError& e) {
+        st_.errors.emplace_back(e.what());  // reported with the others at the end
       }
     }
   }
@@ -273,6 +283,16 @@ ParamSet load_scenario_text(const ParamRegistry& reg, const std::string& text,
   LoadState st(reg);
   st.chain.push_back({file_identity(path), path});
   FileLoader(st, path).run(text);
+  if (!st.errors.empty()) {
+    // Every bad entry of the file (and its includes), one per line.
+    std::string all;
+    for (std::size_t i = 0; i < st.errors.size() && i < kMaxReportedErrors; ++i)
+      all += (i ? "\n" : "") + st.errors[i];
+    if (st.errors.size() > kMaxReportedErrors)
+      all += fmt::format("\n{}: {} more errors not shown", path,
+                         st.errors.size() - kMaxReportedErrors);
+    throw ScenarioError(all);
+  }
   apply_overrides(st.set, overrides);
   // host.kernel / guest.kernel fill the version switches nobody set.
   apply_kernel_eras(st.set);

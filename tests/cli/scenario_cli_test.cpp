@@ -2,6 +2,7 @@
 // key, and a non-zero exit; never a crash, never a silent default.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "sim/model_params.h"
@@ -141,4 +142,23 @@ TEST_CASE(
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("platforms in scenarios/platforms: ") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
+}
+
+TEST_CASE("a scenario file with several bad entries reports every one, one error line each",
+          "[cli][errors]") {
+  const auto dir = out_dir("several_bad_entries");
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "bad.yaml";
+  {
+    std::ofstream f(file);
+    f << "include: " << std::filesystem::absolute("scenarios/platforms/haswell-e5-2699v3.yaml")
+      << "\nvm:\n  vcpus: -3\n  bogus: 1\nguest:\n  hz: abc\nworkload:\n  type: idle\n";
+  }
+  const auto r = run_cli("run " + file.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("bad.yaml:3:10: key 'vm.vcpus': -3 is out of range"));
+  CHECK_THAT(r.output,
+             Catch::Contains("kvmsim: error: " + file.string() + ":4:3: unknown key 'vm.bogus'"));
+  CHECK_THAT(r.output, Catch::Contains("kvmsim: error: " + file.string() +
+                                       ":6:7: key 'guest.hz': expected an integer"));
 }

@@ -182,7 +182,10 @@ int sc_main(int argc, char* argv[]) {
     // full disk, /dev/full, an I/O error): else it is an error, not exit 0.
     return check_stdout(rc);
   } catch (const kvmsim::ScenarioError& e) {
-    std::cerr << "kvmsim: error: " << e.what() << "\n";
+    // A scenario file with several bad entries: one error line each.
+    std::istringstream lines(e.what());
+    for (std::string line; std::getline(lines, line);)
+      std::cerr << "kvmsim: error: " << line << "\n";
     return kExitUsage;
   } catch (const UsageError& e) {
     std::cerr << "kvmsim: error: " << e.what() << "\n";
