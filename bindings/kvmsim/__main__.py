@@ -100,10 +100,12 @@ def _grid(items, scenario, base_set):
 
 
 def _key_values(items, what):
+    from kvmsim import ScenarioError
+
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise SystemExit(f"kvmsim: error: {what} {item}: expected key=value")
+            raise ScenarioError(f"{what} {item}: expected key=value")
         k, v = item.split("=", 1)
         out[k.strip()] = v
     return out

@@ -92,7 +92,8 @@ def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _
             r = run(scenario, set={**flatten(base_set), **flatten(point)}, seed=seed,
                     binary=binary, timeout=timeout, _group=_group, _tmp=_tmp)
         row["warnings"] = " | ".join(r.warnings)
-        row.update(r.metrics)
+        # A metric named as a grid key (cyclictest.loops) keeps the grid's value.
+        row.update({k: v for k, v in r.metrics.items() if k not in point})
     except ScenarioError as e:
         row.update(status="bad input", error=str(e))
     except RunTimeout as e:
