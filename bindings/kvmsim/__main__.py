@@ -223,7 +223,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.cmd == "sweep":  # SIGINT, SIGTERM, SIGHUP: kill the children, clean up, exit
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _stop)
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, `cmd &`: stay ignored
+                signal.signal(sig, _stop)
     import kvmsim
 
     try:

@@ -108,6 +108,29 @@ def test_a_signal_to_cli_sweep_kills_every_child_and_removes_the_temp_folders(
         _kill_left(p, pids)
 
 
+def test_cli_sweep_under_nohup_keeps_ignoring_sighup(tmp_path, kvmsim_binary):
+    """Pins: a sweep started with SIGHUP ignored (nohup) does not take SIGHUP as a stop;
+    SIGTERM still stops it cleanly."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen([kvmsim_binary, "sweep", T1, "--grid", SLOW, "-j", "2", "-q"],
+                         env={**os.environ, "TMPDIR": str(tmp)},
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pids = []
+    try:
+        pids = _wait_for_runs(p, 2)
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert p.poll() is None and all(_alive(q) for q in pids)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=10)
+        assert p.returncode == 128 + signal.SIGTERM, err
+        assert _gone(pids, tmp)
+    finally:
+        _kill_left(p, pids)
+
+
 def test_sigkill_of_a_python_sweep_kills_its_children_and_removes_the_temp_folders(tmp_path,
                                                                                    kvmsim_binary):
     """Pins: a Python process running kvmsim.sweep() that is SIGKILL'd (what a Jupyter
