@@ -196,7 +196,11 @@ def cmd_plot(a):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="kvmsim", description="kvmsim sweeps and plots")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sweep", help="run a scenario's sweep: section, one child run per point")
+    s = sub.add_parser("sweep", help="run a scenario's sweep: section, one child run per point",
+                       epilog="Exit code: 0 every row ok, 1 a row failed, 2 bad input (an "
+                       "unknown key or a bad --grid value: one line on stderr, before any "
+                       "run), 128+N on signal N (SIGINT, SIGTERM, SIGHUP: the running "
+                       "children are killed, temporary files removed; --resume continues).")
     s.add_argument("scenario")
     s.add_argument("-j", "--jobs", type=int, default=None, help="runs at once (default: cores)")
     s.add_argument("--out", help="CSV file, one row per run, appended as each run finishes "
@@ -232,6 +236,9 @@ def main(argv=None):
     except (kvmsim.ScenarioError, FileNotFoundError, ValueError) as e:
         print("kvmsim: error: " + " ".join(str(e).split("\n")), file=sys.stderr)  # one line
         return 2
+    except OSError as e:  # writing --out: a full disk, a read-only folder
+        print(f"kvmsim: error: {e}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, _Stopped) as e:
         signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
         try:
