@@ -92,7 +92,7 @@ def _grid(items, scenario, base_set):
             try:
                 kvmsim.resolve(scenario, {**base_set, k: v})
             except kvmsim.ScenarioError as e:
-                msg = str(e)
+                msg = "; ".join(str(e).splitlines())  # one line
                 if msg.startswith("--set ") and ": " in msg:
                     msg = msg.split(": ", 1)[1]
                 raise kvmsim.ScenarioError(f"--grid {k}={text}: {msg}") from None
@@ -234,7 +234,8 @@ def main(argv=None):
     try:
         return cmd_sweep(a) if a.cmd == "sweep" else cmd_plot(a)
     except (kvmsim.ScenarioError, FileNotFoundError, ValueError) as e:
-        print("kvmsim: error: " + " ".join(str(e).split("\n")), file=sys.stderr)  # one line
+        for line in str(e).splitlines() or [""]:  # as the C++ CLI: one prefix per line
+            print(f"kvmsim: error: {line}", file=sys.stderr)
         return 2
     except OSError as e:  # writing --out: a full disk, a read-only folder
         print(f"kvmsim: error: {e}", file=sys.stderr)
