@@ -35,6 +35,13 @@ std::vector<std::string> idle_guest(const std::vector<std::string>& extra) {
   return o;
 }
 
+// The same NO_HZ_IDLE guest with no watchdog: once the tick stops nothing is
+// queued, and the clockevent shuts down as `shutdown_era` says.
+std::vector<std::string> timerless_guest(const std::string& shutdown_era) {
+  return idle_guest({"guest.nohz=true", "guest.watchdog_s=0", "guest.clocksource_watchdog_ms=0",
+                     "guest.clockevent_shutdown=" + shutdown_era});
+}
+
 }  // namespace
 
 TEST_CASE("GuestTick: with nohz=off the idle guest's tick fires HZ times a second and never stops",
@@ -72,10 +79,7 @@ TEST_CASE(
 
 TEST_CASE("GuestClockevent: with no timer left a v4.11+ guest shuts the device down, once",
           "[model][guest_kernel]") {
-  InProcessModel m(
-      "scenarios/halt_poll_idle.yaml",
-      idle_guest({"guest.nohz=true", "guest.watchdog_s=0", "guest.clocksource_watchdog_ms=0",
-                  "guest.clockevent_shutdown=lvtt_tmict"}));
+  InProcessModel m("scenarios/halt_poll_idle.yaml", timerless_guest("lvtt_tmict"));
   const GuestKernel& k = run_idle_guest(m);
   const GuestClockevent::Stats& c = k.clockevent().stats();
   // Boot arms the tick (one deadline write); the first idle entry stops it
@@ -92,10 +96,7 @@ TEST_CASE("GuestClockevent: with no timer left a v4.11+ guest shuts the device d
 
 TEST_CASE("GuestClockevent: a guest before v4.11 leaves the stale deadline armed",
           "[model][guest_kernel]") {
-  InProcessModel m(
-      "scenarios/halt_poll_idle.yaml",
-      idle_guest({"guest.nohz=true", "guest.watchdog_s=0", "guest.clocksource_watchdog_ms=0",
-                  "guest.clockevent_shutdown=none"}));
+  InProcessModel m("scenarios/halt_poll_idle.yaml", timerless_guest("none"));
   const GuestKernel& k = run_idle_guest(m);
   CHECK(k.clockevent().stats().programs == 1);
   CHECK(k.clockevent().stats().shutdowns == 0);

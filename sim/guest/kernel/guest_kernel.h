@@ -1,7 +1,11 @@
-// A guest Linux kernel on one vCPU: tasks and a run queue, hrtimers on the
-// TSC-deadline clockevent (lapic_next_deadline() -> WRMSR 0x6e0), the timer
-// interrupt (hrtimer_interrupt() waking sleepers), context switches and the
-// idle loop (idle=poll). Its costs are host cycles of guest work.
+// A guest Linux kernel on one vCPU: the per-CPU step loop (what runs next:
+// interrupt context, kernel work, schedule(), the current task or the idle
+// task), its run queue with the RT class and CFS (guest_fair.h), and
+// try_to_wake_up(). Its subsystems are classes of their own: the hrtimers and
+// TSC-deadline clockevent (guest_clockevent.h), the tick and watchdogs
+// (guest_tick.h), the idle task (guest_idle.h), interrupt context
+// (guest_irq.h) and cross calls (guest_smp_call.h). Its costs are host cycles
+// of guest work.
 #pragma once
 
 #include <cstdint>
