@@ -1,9 +1,12 @@
 """python3 -m kvmsim sweep|plot ... (the CLI's `kvmsim sweep` and `kvmsim plot` run this).
 
-  kvmsim sweep SCENARIO [-j N] [--out results.csv] [--grid key=v1,v2]... [--seeds 1,2,3]
-               [--set key=value]... [--timeout S]
+  kvmsim sweep SCENARIO [-j N] [--out results.csv [--resume]] [--grid key=v1,v2]...
+               [--seeds 1,2,3] [--set key=value]... [--timeout S]
       runs the scenario's `sweep:` section (or --grid), one child run per point;
-      a progress line on stderr, one CSV row per run. Exit 1 if any point failed.
+      a progress line on stderr, one CSV row per run (--out: appended as each run
+      finishes; --resume skips the points the file has with status ok). Exit 1 if
+      any point failed, 2 on bad input (before any run), 128+N on signal N (SIGINT,
+      SIGTERM, SIGHUP: the running children are killed, temporary files removed).
   kvmsim plot DIR [--png FILE] [--published t1]
       histogram.txt of a run's --out folder (log counts) and its latency breakdown
       (per-stage cycles for vmexit tests).
@@ -12,20 +15,97 @@
 import argparse
 import json
 import os
+import signal
 import sys
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP during a sweep: unwinds like Ctrl-C (children killed, temporary
+    folders removed)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # let the clean-up finish
+        signal.signal(s, signal.SIG_IGN)
+    raise _Stopped(signum)
+
+
+def _split_values(text):
+    """``--grid`` values: split at the commas outside brackets, braces, parentheses and
+    quotes (``[2,3],[2,2]`` is two lists, ``normal(300ns, 20ns)`` one value)."""
+    parts, cur, depth, quote = [], [], 0, None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced '{ch}'")
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    if quote or depth:
+        raise ValueError("unclosed " + (f"quote {quote}" if quote else "bracket"))
+    parts.append("".join(cur))
+    return parts
+
+
 def _value(text):
+    """One value as a scenario file takes it (a YAML flow value)."""
     import yaml
 
-    return yaml.safe_load(text)
+    if not text.strip():
+        raise ValueError("empty value")
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError("not a YAML value: " + " ".join(str(e).split())) from None
+    if v is None:
+        raise ValueError(f"empty value '{text.strip()}'")
+    return v
+
+
+def _grid(items, scenario, base_set):
+    """{key: [values]} from --grid key=v1,v2 items, every key and value checked against
+    its declaration (with the scenario and --set) before any run."""
+    import kvmsim
+    from kvmsim._sweep import check_grid
+
+    grid = {}
+    for k, text in _key_values(items, "--grid").items():
+        try:
+            grid[k] = [_value(x) for x in _split_values(text)]
+        except ValueError as e:
+            raise kvmsim.ScenarioError(f"--grid {k}={text}: {e}") from None
+        grid.update(check_grid({k: grid[k]}, where=f"--grid {k}={text}"))
+        for v in grid[k]:
+            try:
+                kvmsim.resolve(scenario, {**base_set, k: v})
+            except kvmsim.ScenarioError as e:
+                msg = "; ".join(str(e).splitlines())  # one line
+                if msg.startswith("--set ") and ": " in msg:
+                    msg = msg.split(": ", 1)[1]
+                raise kvmsim.ScenarioError(f"--grid {k}={text}: {msg}") from None
+    return grid
 
 
 def _key_values(items, what):
+    from kvmsim import ScenarioError
+
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise SystemExit(f"kvmsim: error: {what} {item}: expected key=value")
+            raise ScenarioError(f"{what} {item}: expected key=value")
         k, v = item.split("=", 1)
         out[k.strip()] = v
     return out
@@ -34,19 +114,21 @@ def _key_values(items, what):
 def cmd_sweep(a):
     import kvmsim
 
+    if a.resume and not a.out:
+        raise kvmsim.ScenarioError("--resume needs --out FILE.csv (the interrupted sweep's)")
+    base_set = _key_values(a.set, "--set")
+    kvmsim.resolve(a.scenario, base_set)  # a bad file or --set first, as itself
     grid = None
     if a.grid:
-        grid = {k: [_value(x) for x in v.split(",")]
-                for k, v in _key_values(a.grid, "--grid").items()}
+        grid = _grid(a.grid, a.scenario, base_set)
     elif kvmsim.scenario_sweep(a.scenario) is None:
         raise kvmsim.ScenarioError(f"{a.scenario}: no 'sweep:' section (and no --grid given)")
-    seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else None
-    df = kvmsim.sweep(a.scenario, grid=grid, seeds=seeds, set=_key_values(a.set, "--set"),
-                      workers=a.jobs, progress=not a.quiet, timeout=a.timeout)
-    if a.out:
-        if os.path.dirname(a.out):
-            os.makedirs(os.path.dirname(a.out), exist_ok=True)
-        df.to_csv(a.out, index=False)
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else None
+    except ValueError:
+        raise kvmsim.ScenarioError(f"--seeds {a.seeds}: expected integers, comma-separated")
+    df = kvmsim.sweep(a.scenario, grid=grid, seeds=seeds, set=base_set, workers=a.jobs,
+                      progress=not a.quiet, timeout=a.timeout, out=a.out, resume=a.resume)
     failed = df[df["status"] != "ok"]
     print(f"kvmsim sweep: {len(df)} runs, {len(df) - len(failed)} ok, {len(failed)} failed"
           + (f" -> {a.out}" if a.out else ""), file=sys.stderr)
@@ -114,11 +196,22 @@ def cmd_plot(a):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="kvmsim", description="kvmsim sweeps and plots")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sweep", help="run a scenario's sweep: section, one child run per point")
+    s = sub.add_parser("sweep", help="run a scenario's sweep: section, one child run per point",
+                       epilog="Exit code: 0 every row ok, 1 a row failed, 2 bad input (an "
+                       "unknown key or a bad --grid value: one line on stderr, before any "
+                       "run), 128+N on signal N (SIGINT, SIGTERM, SIGHUP: the running "
+                       "children are killed, temporary files removed; --resume continues).")
     s.add_argument("scenario")
     s.add_argument("-j", "--jobs", type=int, default=None, help="runs at once (default: cores)")
-    s.add_argument("--out", help="CSV file, one row per run (default: stdout)")
-    s.add_argument("--grid", action="append", help="key=v1,v2,... (instead of sweep.grid)")
+    s.add_argument("--out", help="CSV file, one row per run, appended as each run finishes "
+                   "and rewritten in grid order at the end (default: stdout)")
+    s.add_argument("--resume", action="store_true",
+                   help="with --out: skip the points (grid values + seed) the file already "
+                   "has with status ok (after an interruption)")
+    s.add_argument("--grid", action="append",
+                   help="key=v1,v2,... (instead of sweep.grid); values as in a scenario "
+                   "file (YAML flow), commas inside [], {}, () do not split: "
+                   "vm.pinning=[2,3],[2,2]")
     s.add_argument("--seeds", help="comma-separated seeds (instead of sweep.seeds)")
     s.add_argument("--set", action="append", help="key=value applied to every point")
     s.add_argument("--timeout", type=float, default=None, help="seconds per run")
@@ -132,18 +225,30 @@ def main(argv=None):
     q.add_argument("--hue", help="column(s), comma-separated: one line per value / combination")
     q.add_argument("--title")
     a = p.parse_args(argv)
+    if a.cmd == "sweep":  # SIGINT, SIGTERM, SIGHUP: kill the children, clean up, exit
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, `cmd &`: stay ignored
+                signal.signal(sig, _stop)
     import kvmsim
 
     try:
         return cmd_sweep(a) if a.cmd == "sweep" else cmd_plot(a)
-    except kvmsim.ScenarioError as e:
-        print(f"kvmsim: error: {e}", file=sys.stderr)
+    except (kvmsim.ScenarioError, FileNotFoundError, ValueError) as e:
+        for line in str(e).splitlines() or [""]:  # as the C++ CLI: one prefix per line
+            print(f"kvmsim: error: {line}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError) as e:
+    except OSError as e:  # writing --out: a full disk, a read-only folder
         print(f"kvmsim: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+        return 1
+    except (KeyboardInterrupt, _Stopped) as e:
+        signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
+        try:
+            print(f"kvmsim {a.cmd}: stopped by {signal.Signals(signum).name}"
+                  + (f"; the finished rows are in {a.out} (--resume continues)"
+                     if a.cmd == "sweep" and a.out else ""), file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+        return 128 + signum
 
 
 if __name__ == "__main__":

@@ -34,16 +34,91 @@ def value_text(value):
     """A Python value as ``--set`` text: True -> "true", [2, 3] -> "[2, 3]"."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if hasattr(value, "tolist") and not isinstance(value, str):  # numpy scalars and arrays
+        return value_text(value.tolist())
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(value_text(v) for v in value) + "]"
-    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
-        return value_text(value.item())
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {value_text(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
+_DECLS = None
+
+
+def declarations():
+    """{key: declaration dict} of every parameter (type, min, max, ...), from the
+    model's own table (cached)."""
+    global _DECLS
+    if _DECLS is None:
+        _DECLS = {d["key"]: d for d in _kvmsim.param_declarations()}
+    return _DECLS
+
+
+def is_group(key):
+    """True if ``key`` names a group of parameters (``kvm`` for ``kvm.*``), not a key."""
+    prefix = key + "."
+    return key not in declarations() and any(k.startswith(prefix) for k in declarations())
+
+
+def _plain(value):
+    """numpy scalars and arrays as Python values; tuples as lists."""
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    return value
+
+
+def _integer(key, value, where):
+    value = _plain(value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise _kvmsim.ScenarioError(
+                f"{where}: key '{key}': {value!r} is not an integer (the parameter is an "
+                f"integer; integral floats such as 4.0 are accepted)")
+        return int(value)
+    return value
+
+
+def normalize(key, value, where="--set"):
+    """``value`` for ``key`` as a run is given it: numpy values as Python ones, and for
+    integer parameters (and the elements of integer lists) an integral float such as
+    ``numpy.float64(4.0)`` as the int 4. A group key (``kvm``) takes a mapping of its
+    parameters, each normalized.
+
+    Raises:
+        ScenarioError: a non-integral float for an integer parameter.
+    """
+    value = _plain(value)
+    if isinstance(value, dict) and is_group(key):
+        return {k: normalize(f"{key}.{k}", v, where) for k, v in value.items()}
+    d = declarations().get(key)
+    if d is None:
+        return value
+    if d["type"] == "int":
+        return _integer(key, value, where)
+    if d["type"] == "int-list" and isinstance(value, list):
+        return [_integer(key, v, where) for v in value]
+    return value
+
+
+def flatten(set):
+    """{key: value} with group keys' mappings (``{"kvm": {"enable_hv_timer": True}}``)
+    spread into dotted keys (``{"kvm.enable_hv_timer": True}``)."""
+    out = {}
+    for k, v in (set or {}).items():
+        if isinstance(v, dict) and is_group(k):
+            out.update(flatten({f"{k}.{sub}": x for sub, x in v.items()}))
+        else:
+            out[k] = v
+    return out
+
+
 def overrides(set=None):
-    """{key: value} -> ["key=value", ...] in the dict's order."""
-    return [f"{k}={value_text(v)}" for k, v in (set or {}).items()]
+    """{key: value} -> ["key=value", ...] in the dict's order (a group key's mapping,
+    ``{"kvm": {"enable_hv_timer": True}}``, as one override per parameter)."""
+    return [f"{k}={value_text(v)}" for k, v in flatten(set).items()]
 
 
 def resolve(scenario=None, set=None, origins=False):

@@ -1,9 +1,11 @@
 """One simulation run in a child process: the kvmsim CLI, results read back intact."""
+import ctypes
 import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import warnings
 import threading
@@ -52,6 +54,19 @@ def _error_message(stderr):
     return tail[-1] if tail else ""
 
 
+def _kill(proc):
+    """SIGKILL to the child's process group (its own: see _child_setup), then the child."""
+    if proc.returncode is None:  # not yet reaped: its pid is still its own
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+
+
 class ChildGroup:
     """The live children of a sweep, so that Ctrl-C can kill them from the main thread."""
 
@@ -63,7 +78,7 @@ class ChildGroup:
     def add(self, proc):
         with self._lock:
             if self.stopped:
-                proc.kill()
+                _kill(proc)
             self._procs.add(proc)
 
     def discard(self, proc):
@@ -74,25 +89,99 @@ class ChildGroup:
         with self._lock:
             self.stopped = True
             for p in self._procs:
-                p.kill()
+                _kill(p)
+
+
+_PR_SET_PDEATHSIG = 1
+try:  # resolved once, before any fork: the child only calls it
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _child_setup(parent_pid):
+    """Runs in the child between fork and exec. Linux: SIGKILL when the parent dies
+    (a SIGKILL'd notebook kernel included); if the parent already died, exit."""
+    def setup():
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+    return setup
+
+
+# The janitor of a temporary folder: a small process in its own session that waits on
+# its stdin. The parent writes "done" after removing the folder itself; EOF without it
+# means the parent died (SIGKILL, a notebook kernel restart): the janitor removes the
+# folder, retrying while the dying children (PR_SET_PDEATHSIG) may still write into it.
+_JANITOR = r"""
+import os, sys
+try:
+    said = sys.stdin.buffer.read()
+except BaseException:
+    said = b""
+if said != b"done":
+    import shutil, time
+    for _ in range(20):
+        shutil.rmtree(sys.argv[1], ignore_errors=True)
+        time.sleep(0.1)
+        if not os.path.exists(sys.argv[1]):
+            break
+"""
+
+
+class TempArea:
+    """A temporary folder that is removed by :meth:`cleanup`, and also when this process
+    dies without calling it (see _JANITOR)."""
+
+    def __init__(self, prefix="kvmsim-"):
+        self.path = tempfile.mkdtemp(prefix=prefix)
+        try:  # no wait for it to start: its stdin holds what the parent says
+            self._janitor = subprocess.Popen(
+                [sys.executable or "/usr/bin/python3", "-I", "-S", "-c", _JANITOR, self.path],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        except OSError:
+            self._janitor = None
+
+    def cleanup(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+        j, self._janitor = self._janitor, None
+        if j is not None:
+            try:
+                j.stdin.write(b"done")
+                j.stdin.close()
+            except OSError:
+                pass
+            # Not waited for (it exits on its own; subprocess reaps it later).
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
 
 
 def run_child(args, timeout=None, group=None):
     """Runs ``args``; returns (stdout, stderr). Kills the child on timeout and on any
-    exception in the parent (Ctrl-C in a notebook included), so nothing is left behind."""
+    exception in the parent (Ctrl-C in a notebook included), so nothing is left behind.
+    The child runs in its own session and process group (a signal to the parent's group
+    does not reach it; the parent kills it) and, on Linux, dies with the parent
+    (``PR_SET_PDEATHSIG``) even when the parent is SIGKILL'd."""
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace")
+                            stdin=subprocess.DEVNULL, text=True, errors="replace",
+                            start_new_session=True, preexec_fn=_child_setup(os.getpid()))
     if group is not None:
         group.add(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _kill(proc)
         out, err = proc.communicate()
         raise RunTimeout(f"kvmsim run exceeded its timeout of {timeout} s (killed)",
                          err, proc.returncode) from None
     except BaseException:
-        proc.kill()
+        _kill(proc)
         proc.wait()
         raise
     finally:
@@ -262,7 +351,7 @@ class RunResult:
 
 
 def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, out=None,
-        allow_partial=False, perfetto=None, vcd=None, _group=None):
+        allow_partial=False, perfetto=None, vcd=None, _group=None, _tmp=None):
     """Runs ``scenario`` once in a child process (``kvmsim run``) and reads back its results.
 
     Args:
@@ -294,9 +383,12 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
     exe = find_binary(binary)
     scenario = os.fspath(scenario)
     tmp = None
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="kvmsim-")
-        out_dir = tmp.name
+    if out is None and _tmp is not None:  # a sweep's: one folder per run inside it
+        out_dir = tempfile.mkdtemp(prefix="run-", dir=_tmp.path)
+        tmp = out_dir
+    elif out is None:  # removed even if this process is SIGKILL'd mid-run
+        tmp = TempArea("kvmsim-")
+        out_dir = tmp.path
     else:
         out_dir = os.fspath(out)
     try:
@@ -326,5 +418,7 @@ def run(scenario, set=None, seed=None, trace=None, timeout=None, binary=None, ou
             warnings.warn(f"kvmsim: {w}", KvmsimWarning, stacklevel=2)
         return result
     finally:
-        if tmp is not None:
+        if isinstance(tmp, TempArea):
             tmp.cleanup()
+        elif tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

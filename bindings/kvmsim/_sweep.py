@@ -5,6 +5,7 @@ process, so ``workers`` children run at once); with a ``dask.distributed``
 ``Client`` they go to the cluster's workers. A failing point is reported in
 its row (``status``, ``error``) while the others finish.
 """
+import csv
 import itertools
 import os
 import sys
@@ -15,8 +16,8 @@ from concurrent.futures import as_completed as completed
 import pandas as pd
 
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash
-from ._params import resolve
-from ._run import ChildGroup, KvmsimWarning, find_binary, run
+from ._params import declarations, flatten, is_group, normalize, resolve, value_text
+from ._run import ChildGroup, KvmsimWarning, TempArea, find_binary, run
 
 _SWEEP_KEYS = ("grid", "seeds", "set")
 
@@ -78,7 +79,8 @@ def grid_points(grid):
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _group=None):
+def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _group=None,
+              _tmp=None):
     """One sweep row as a plain dict (picklable: this is what a Dask worker runs)."""
     if binary is not None and not os.path.isfile(binary):
         binary = None  # a cluster node with the CLI elsewhere: its own KVMSIM_BINARY
@@ -87,10 +89,11 @@ def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _
         # A sweep's warnings go into its rows, not one Python warning per run.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KvmsimWarning)
-            r = run(scenario, set={**(base_set or {}), **point}, seed=seed, binary=binary,
-                    timeout=timeout, _group=_group)
+            r = run(scenario, set={**flatten(base_set), **flatten(point)}, seed=seed,
+                    binary=binary, timeout=timeout, _group=_group, _tmp=_tmp)
         row["warnings"] = " | ".join(r.warnings)
-        row.update(r.metrics)
+        # A metric named as a grid key (cyclictest.loops) keeps the grid's value.
+        row.update({k: v for k, v in r.metrics.items() if k not in point})
     except ScenarioError as e:
         row.update(status="bad input", error=str(e))
     except RunTimeout as e:
@@ -112,27 +115,175 @@ def _progress(total, enabled):
     return tqdm(total=total, desc="kvmsim sweep", unit="run", file=sys.stderr)
 
 
+_FIXED = ("seed", "status", "error", "warnings")
+
+
+def check_grid(grid, where="grid"):
+    """The grid as its runs are given it, checked before any run.
+
+    Values become Python ones (numpy scalars and arrays included); for integer
+    parameters (and integer lists) an integral float such as ``numpy.float64(4.0)`` becomes
+    the int 4. A key may name a group (``kvm``) whose values are mappings of its
+    parameters. What a parameter's type is comes from its declaration.
+
+    Raises:
+        ScenarioError: an unknown key, or a non-integral float for an integer key.
+    """
+    import difflib
+
+    out = {}
+    for key, values in (grid or {}).items():
+        key = str(key)
+        if key not in declarations() and not is_group(key):
+            near = difflib.get_close_matches(key, list(declarations()), n=1)
+            raise ScenarioError(f"{where}: unknown key '{key}'"
+                                + (f" (did you mean '{near[0]}'?)" if near else ""))
+        if hasattr(values, "tolist") and not isinstance(values, str):
+            values = values.tolist()
+        if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+            values = [values]
+        out[key] = [normalize(key, v, where) for v in values]
+    return out
+
+
+def _same_text(value):
+    """A value as comparable text: a grid value and its CSV cell (as this or an older
+    sweep wrote it: True or true, [2, 3], 1000 or 1000.0) give the same."""
+    import yaml
+
+    text = value if isinstance(value, str) else value_text(value)
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(parsed, float) and parsed.is_integer():
+        parsed = int(parsed)
+    return text if parsed is None else value_text(parsed)
+
+
+def _frame(rows, columns=None):
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _write_atomic(df, path):
+    tmp = f"{path}.tmp{os.getpid()}"
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+class _Journal:
+    """The ``out`` CSV while a sweep runs: each finished row appended and flushed, so an
+    interrupted sweep keeps them (``resume``). A row with new columns rewrites the file."""
+
+    def __init__(self, path, keys):
+        self.path = path
+        self.keys = list(keys)
+        self.rows = []
+        self.columns = None
+
+    def rewrite(self, rows):
+        self.rows = list(rows)
+        metrics = sorted({k for r in self.rows for k in r
+                          if k not in self.keys and k not in _FIXED})
+        self.columns = self.keys + list(_FIXED) + metrics
+        _write_atomic(_frame(self.rows, self.columns), self.path)
+
+    def add(self, row):
+        if self.columns is None or any(k not in self.columns for k in row):
+            self.rewrite(self.rows + [row])
+            return
+        self.rows.append(row)
+        line = _frame([row], self.columns).to_csv(index=False, header=False)
+        with open(self.path, "a", encoding="utf-8", newline="") as f:
+            f.write(line)  # one write: a signal cannot cut the row
+            f.flush()
+
+
+def _resumed(path, keys, tasks):
+    """{task index: row} for the points (grid values + seed) ``path`` has with status ok."""
+    index = {(tuple(_same_text(p[k]) for k in keys), s): i for i, (p, s) in enumerate(tasks)}
+    done = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in keys + ["seed", "status"] if c not in (reader.fieldnames or [])]
+        if reader.fieldnames and missing:
+            raise ScenarioError(f"{path}: no column '{missing[0]}': not a sweep of this grid "
+                                "(resume needs the CSV a sweep over the same keys wrote)")
+        for rec in reader:
+            if rec.get("status") != "ok":
+                continue
+            try:
+                seed = int(rec["seed"])
+                i = index.get((tuple(_same_text(rec[k]) for k in keys), seed))
+                if i is None or i in done:
+                    continue
+                point = tasks[i][0]
+                row = {**point, "seed": seed, "status": "ok", "error": rec.get("error") or "",
+                       "warnings": rec.get("warnings") or ""}
+                for c in sorted(c for c in rec if c is not None and c not in point
+                                and c not in _FIXED):
+                    if rec[c] not in ("", None):
+                        row[c] = float(rec[c])
+            except (TypeError, ValueError):
+                continue  # a damaged row (cut by the interruption): run the point again
+            done[i] = row
+    return done
+
+
+def worker_error(exc, binary=None):
+    """The error to raise for what a Dask worker raised, when it means the worker cannot
+    import this package (it unpickles ``run_point`` from ``kvmsim``): a
+    :class:`KvmsimError` that says what to install or which ``PYTHONPATH`` to set.
+    ``None`` for any other exception."""
+    if not isinstance(exc, ImportError):
+        return None
+    name = getattr(exc, "name", None) or ""
+    if not (name == "kvmsim" or name.startswith("kvmsim.") or "'kvmsim" in str(exc)):
+        return None
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cli = binary or "the kvmsim CLI"
+    return KvmsimError(
+        f"a Dask worker cannot import the kvmsim package ({type(exc).__name__}: {exc}). "
+        f"Every worker needs it: start the workers with PYTHONPATH={here} (the folder "
+        f"holding kvmsim/, as on this machine) or install the package there, and "
+        f"{cli} at the same path or KVMSIM_BINARY set on the workers.")
+
+
 def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
-          progress=None, timeout=None, binary=None):
+          progress=None, timeout=None, binary=None, out=None, resume=False):
     """Runs every grid point for every seed, one child process per run.
 
     A failing point gets its ``status`` and ``error`` in its row while the others
-    finish; Ctrl-C kills the running children.
+    finish. Ctrl-C kills the running children; every child runs in its own process
+    group and, on Linux, dies with this process even when it is SIGKILL'd (a notebook
+    kernel restart), and the temporary folders are removed then too.
 
     Args:
         scenario: path of a scenario file.
         grid: ``{key: [values]}``, every combination is a point (last key varying
-            fastest). ``None``: the scenario's ``sweep:`` section (its seeds and set,
+            fastest). Values as a scenario file takes them: lists for list keys
+            (``{"vm.pinning": [[2, 3], [2, 2]]}``), a mapping for a group key
+            (``{"kvm": [{"enable_hv_timer": True}, ...]}``), numpy values; an integral
+            float (``numpy.float64(4.0)``) for an integer key is that integer.
+            ``None``: the scenario's ``sweep:`` section (its seeds and set,
             which ``seeds`` and ``set`` given here override).
         seeds: list of seeds (default: ``[1]``).
         set: overrides applied to every point.
         workers: local child processes at once (default: ``os.cpu_count()``).
         client: a ``dask.distributed.Client``: run on its workers instead (they need
-            the package and the CLI at the same paths, or ``KVMSIM_BINARY``).
+            the package, on their ``PYTHONPATH`` or installed, and the CLI at the same
+            path or ``KVMSIM_BINARY``; a worker without the package raises
+            :class:`KvmsimError` saying so).
         progress: a tqdm bar on stderr (``None``: when there are 8 runs or more and
             tqdm is installed).
         timeout: seconds per run (its row then says ``"timeout"``).
         binary: the CLI to run (default: :func:`find_binary`).
+        out: also write the table to this CSV file: each row as its run finishes
+            (appended and flushed, so an interrupted sweep keeps them), then the
+            whole table in grid order at the end.
+        resume: with ``out``: the points (grid values and seed) that file already
+            has with status ``"ok"`` are not run again; their rows are taken from it.
+            The file must come from a sweep of the same scenario and ``set``.
 
     Returns:
         pandas.DataFrame: one row per run, in grid order (seeds innermost) whatever
@@ -142,7 +293,9 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         that could not act, a result one artefact dominates), then every metric.
 
     Raises:
-        ScenarioError: the scenario file or ``set`` is bad (checked before any run).
+        ScenarioError: the scenario file, ``set``, a grid key or an integer key's
+            non-integral value is bad (checked before any run).
+        KvmsimError: a Dask worker cannot import the package.
     """
     scenario = os.path.abspath(os.fspath(scenario))
     if grid is None:
@@ -150,49 +303,81 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         grid = sec["grid"]
         seeds = seeds if seeds is not None else sec["seeds"]
         set = {**sec["set"], **(set or {})}
-    seeds = list(seeds) if seeds is not None else [1]
+    grid = check_grid(grid)
+    set = {k: normalize(k, v, "set") for k, v in (set or {}).items()}
+    seeds = [int(normalize("sim.seed", s, "seeds")) for s in seeds] if seeds is not None else [1]
+    if resume and out is None:
+        raise ScenarioError("resume needs out= (the CSV file of the interrupted sweep)")
     # The scenario and the common overrides are checked once, in-process: a bad file
     # fails the sweep (ScenarioError); a bad point only fails its row.
     resolve(scenario, set)
     exe = find_binary(binary)
     tasks = [(p, s) for p in grid_points(grid) for s in seeds]
     rows = [None] * len(tasks)
-    bar = _progress(len(tasks), progress)
+    journal = None
+    if out is not None:
+        out = os.fspath(out)
+        if os.path.dirname(out):
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+        if resume and os.path.exists(out):
+            for i, row in _resumed(out, list(grid), tasks).items():
+                rows[i] = row
+        journal = _Journal(out, list(grid))
+        journal.rewrite([r for r in rows if r is not None])
+    todo = [i for i, r in enumerate(rows) if r is None]
+    bar = _progress(len(todo), progress)
+
+    def finished(i, row):
+        rows[i] = row
+        if journal is not None:
+            journal.add(row)
+        if bar:
+            bar.update()
+
     try:
         if client is not None:
             from distributed import as_completed
 
-            futures = [client.submit(run_point, scenario, p, s, set, exe, timeout, pure=False)
-                       for p, s in tasks]
-            index = {f.key: i for i, f in enumerate(futures)}
+            futures = [client.submit(run_point, scenario, tasks[i][0], tasks[i][1], set, exe,
+                                     timeout, pure=False) for i in todo]
+            index = {f.key: i for f, i in zip(futures, todo)}
             try:
                 for fut in as_completed(futures):
-                    rows[index[fut.key]] = fut.result()
-                    if bar:
-                        bar.update()
+                    try:
+                        row = fut.result()
+                    except ImportError as e:
+                        err = worker_error(e, exe)
+                        if err is None:
+                            raise
+                        raise err from None
+                    finished(index[fut.key], row)
             except BaseException:
                 client.cancel(futures)
                 raise
-        else:
+        elif todo:
             n = max(1, int(workers or os.cpu_count() or 1))
             group = ChildGroup()
-            with ThreadPoolExecutor(max_workers=n) as pool:
-                futures = {pool.submit(run_point, scenario, p, s, set, exe, timeout, group): i
-                           for i, (p, s) in enumerate(tasks)}
-                try:
-                    for fut in completed(futures):
-                        rows[futures[fut]] = fut.result()
-                        if bar:
-                            bar.update()
-                except BaseException:
-                    for fut in futures:
-                        fut.cancel()
-                    group.kill_all()  # running children die now: no wait for them
-                    raise
+            area = TempArea("kvmsim-sweep-")  # removed even if this process is SIGKILL'd
+            try:
+                with ThreadPoolExecutor(max_workers=n) as pool:
+                    futures = {pool.submit(run_point, scenario, tasks[i][0], tasks[i][1], set,
+                                           exe, timeout, group, area): i for i in todo}
+                    try:
+                        for fut in completed(futures):
+                            finished(futures[fut], fut.result())
+                    except BaseException:
+                        for fut in futures:
+                            fut.cancel()
+                        group.kill_all()  # running children die now: no wait for them
+                        raise
+            finally:
+                area.cleanup()
     finally:
         if bar:
             bar.close()
     df = pd.DataFrame(rows)
     df.attrs["scenario"] = scenario
     df.attrs["grid"] = list(grid)
+    if out is not None:
+        _write_atomic(df, out)  # the whole table, in grid order
     return df
