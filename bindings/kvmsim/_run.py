@@ -1,5 +1,4 @@
 """One simulation run in a child process: the kvmsim CLI, results read back intact."""
-import ctypes
 import json
 import os
 import shutil
@@ -55,7 +54,7 @@ def _error_message(stderr):
 
 
 def _kill(proc):
-    """SIGKILL to the child's process group (its own: see _child_setup), then the child."""
+    """SIGKILL to the child's process group (its own: see run_child), then the child."""
     if proc.returncode is None:  # not yet reaped: its pid is still its own
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -90,24 +89,6 @@ class ChildGroup:
             self.stopped = True
             for p in self._procs:
                 _kill(p)
-
-
-_PR_SET_PDEATHSIG = 1
-try:  # resolved once, before any fork: the child only calls it
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-except (OSError, AttributeError):
-    _prctl = None
-
-
-def _child_setup(parent_pid):
-    """Runs in the child between fork and exec. Linux: SIGKILL when the parent dies
-    (a SIGKILL'd notebook kernel included); if the parent already died, exit."""
-    def setup():
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-    return setup
 
 
 # The janitor of a temporary folder: a small process in its own session that waits on
@@ -166,11 +147,14 @@ def run_child(args, timeout=None, group=None):
     """Runs ``args``; returns (stdout, stderr). Kills the child on timeout and on any
     exception in the parent (Ctrl-C in a notebook included), so nothing is left behind.
     The child runs in its own session and process group (a signal to the parent's group
-    does not reach it; the parent kills it) and, on Linux, dies with the parent
-    (``PR_SET_PDEATHSIG``) even when the parent is SIGKILL'd."""
+    does not reach it; the parent kills it) and, on Linux, dies with the parent even
+    when the parent is SIGKILL'd: ``KVMSIM_PARENT_PID`` tells the CLI to set
+    ``PR_SET_PDEATHSIG`` itself (no ``preexec_fn``, which is unsafe with the sweep's
+    threads)."""
+    env = {**os.environ, "KVMSIM_PARENT_PID": str(os.getpid())}
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            start_new_session=True, preexec_fn=_child_setup(os.getpid()))
+                            start_new_session=True, env=env)
     if group is not None:
         group.add(proc)
     try:

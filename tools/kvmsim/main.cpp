@@ -8,9 +8,11 @@
 // Exit codes (cli_checks.h): 0 ok, 1 failed (run, check, output write),
 // 2 usage or bad input, 130 / 143 interrupted by SIGINT / SIGTERM.
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +59,13 @@ void print_metrics(const std::string& prefix, bool markdown) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  // KVMSIM_PARENT_PID (set by the Python package for its child runs): die
+  // with that parent, even a SIGKILL'd one (PR_SET_PDEATHSIG), and exit at
+  // once if it is already gone (it died between fork and this line).
+  if (const char* parent = std::getenv("KVMSIM_PARENT_PID")) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (std::to_string(::getppid()) != parent) std::_Exit(1);
+  }
   g_cerr = std::cerr.rdbuf(g_systemc_banner.rdbuf());
   return sc_core::sc_elab_and_sim(argc, argv);
 }
