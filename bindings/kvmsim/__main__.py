@@ -19,19 +19,13 @@ import signal
 import sys
 
 
-class _Stopped(BaseException):
-    """SIGTERM or SIGHUP during a sweep: unwinds like Ctrl-C (children killed, temporary
-    folders removed)."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
 def _stop(signum, frame):
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # let the clean-up finish
+    """SIGINT, SIGTERM, SIGHUP during a sweep: only records the signal (see
+    _sweep.request_stop); the sweep's loop kills the children, removes its temporary
+    folders and raises _sweep.Stopped where it holds no lock."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # one stop is enough
         signal.signal(s, signal.SIG_IGN)
-    raise _Stopped(signum)
+    sys.modules["kvmsim._sweep"].request_stop(signum)  # imported before the handler is set
 
 
 def _split_values(text):
@@ -226,6 +220,8 @@ def main(argv=None):
     q.add_argument("--title")
     a = p.parse_args(argv)
     if a.cmd == "sweep":  # SIGINT, SIGTERM, SIGHUP: kill the children, clean up, exit
+        import kvmsim._sweep  # noqa: F401  (the handler must not import)
+
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, `cmd &`: stay ignored
                 signal.signal(sig, _stop)
@@ -240,8 +236,8 @@ def main(argv=None):
     except OSError as e:  # writing --out: a full disk, a read-only folder
         print(f"kvmsim: error: {e}", file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, _Stopped) as e:
-        signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
+    except (KeyboardInterrupt, kvmsim._sweep.Stopped) as e:
+        signum = e.signum if isinstance(e, kvmsim._sweep.Stopped) else signal.SIGINT
         try:
             print(f"kvmsim {a.cmd}: stopped by {signal.Signals(signum).name}"
                   + (f"; the finished rows are in {a.out} (--resume continues)"

@@ -8,10 +8,10 @@ its row (``status``, ``error``) while the others finish.
 import csv
 import itertools
 import os
+import queue
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import as_completed as completed
 
 import pandas as pd
 
@@ -20,6 +20,39 @@ from ._params import declarations, flatten, is_group, normalize, resolve, value_
 from ._run import ChildGroup, KvmsimWarning, TempArea, find_binary, run
 
 _SWEEP_KEYS = ("grid", "seeds", "set")
+
+# A stop asked for by a signal (the CLI's SIGTERM, SIGHUP and SIGINT handler): the handler
+# only records the signal with request_stop(); the local sweep's loop sees it within
+# _POLL_S, kills the children and raises Stopped where it holds no lock. A handler that
+# raised wherever the signal landed could raise inside concurrent.futures' own locks and
+# leave the pool's clean-up waiting for ever.
+_stop_signal = None
+_POLL_S = 0.1
+
+
+class Stopped(BaseException):
+    """The sweep stopped on a signal (request_stop): the running children were killed and
+    the temporary folders removed; ``signum`` is the signal."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def request_stop(signum):
+    """Async-signal-safe: records ``signum`` for the running sweep to stop on."""
+    global _stop_signal
+    _stop_signal = signum
+
+
+def stop_requested():
+    """The signal request_stop() recorded, or None."""
+    return _stop_signal
+
+
+def _check_stop():
+    if _stop_signal is not None:
+        raise Stopped(_stop_signal)
 
 
 def scenario_sweep(scenario):
@@ -360,11 +393,27 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
             area = TempArea("kvmsim-sweep-")  # removed even if this process is SIGKILL'd
             try:
                 with ThreadPoolExecutor(max_workers=n) as pool:
-                    futures = {pool.submit(run_point, scenario, tasks[i][0], tasks[i][1], set,
-                                           exe, timeout, group, area): i for i in todo}
+                    # Each finished future is handed over through a queue, which the loop
+                    # polls, so a requested stop is seen within _POLL_S.
+                    done = queue.SimpleQueue()
+                    futures = {}
                     try:
-                        for fut in completed(futures):
+                        for i in todo:
+                            _check_stop()
+                            fut = pool.submit(run_point, scenario, tasks[i][0], tasks[i][1],
+                                              set, exe, timeout, group, area)
+                            futures[fut] = i
+                            fut.add_done_callback(done.put)
+                        for _ in range(len(futures)):
+                            while True:
+                                _check_stop()
+                                try:
+                                    fut = done.get(timeout=_POLL_S)
+                                    break
+                                except queue.Empty:
+                                    pass
                             finished(futures[fut], fut.result())
+                        _check_stop()
                     except BaseException:
                         for fut in futures:
                             fut.cancel()
