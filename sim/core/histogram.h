@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -80,6 +81,9 @@ struct CyclictestThread {
   std::uint64_t total = 0;            // "# Total:" (sum of counts if absent)
   std::uint64_t overflows = 0;
   std::int64_t min_us = -1, avg_us = -1, max_us = -1;
+  // The exact average when a source other than the text knows it (a kvmsim run's
+  // summary.json); NaN when unknown. "# Avg Latencies" is truncated to the unit.
+  double exact_avg = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::uint64_t> overflow_cycles;  // as listed
   std::uint64_t overflow_others = 0;           // "# NNNNN others"
 };

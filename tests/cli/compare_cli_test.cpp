@@ -151,3 +151,36 @@ TEST_CASE(
   CHECK(e.exit_code == 2);
   CHECK_THAT(e.output, Catch::Contains("a directory without histogram.txt"));
 }
+
+TEST_CASE(
+    "compare: with overflows the avg comes from the best source: a run folder's summary.json "
+    "(exact), else the file's Avg Latencies line when above the buckets' lower bound",
+    "[cli][compare]") {
+  SECTION("real cyclictest, every sample overflowed: the file's 131 us, not the 45 us floor") {
+    const auto r = run_cli("compare " + kAllOverflow + " " + kAllOverflow);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains(">=131.000"));
+  }
+  SECTION("a kvmsim run with 6 buckets against the same run with 100") {
+    const auto narrow = out_dir("compare-avg-narrow");
+    const auto wide = out_dir("compare-avg-wide");
+    const std::string run = "run scenarios/cyclictest_pinned.yaml -q --set cyclictest.loops=2000 ";
+    REQUIRE(run_cli(run + "--set cyclictest.histogram_us=6 --out " + narrow.string()).exit_code ==
+            0);
+    REQUIRE(run_cli(run + "--out " + wide.string()).exit_code == 0);
+    // Folders: both averages exact (summary.json), equal, so a zero tolerance holds.
+    const auto dirs =
+        run_cli("compare " + wide.string() + " " + narrow.string() + " --tolerance-avg 0");
+    INFO(dirs.output);
+    CHECK(dirs.exit_code == 0);
+    CHECK_THAT(dirs.output, Catch::Contains("6.081        6.081"));  // no ">=" on avg
+    CHECK_THAT(dirs.output, Catch::Contains("PASS avg (thread 0): |B - A| 0 us"));
+    // The narrow file alone: its average is only known to be >= the truncated 6 us.
+    const auto file = run_cli("compare " + wide.string() + " " +
+                              (narrow / "histogram.txt").string() + " --tolerance-avg 0");
+    INFO(file.output);
+    CHECK(file.exit_code == 1);
+    CHECK_THAT(file.output, Catch::Contains(">=6.000"));
+  }
+}

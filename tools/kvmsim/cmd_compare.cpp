@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -37,7 +39,10 @@ the same number of thread columns; --merge sums each file's threads first.
 Overflows: W1 and KS run on buckets 0..C, C = the smaller -h of the two files;
 overflows (and buckets >= C of the longer one) count in bucket C. KS is then exact
 over what both histograms can see, W1 a lower bound. Avg and percentiles that
-fall among overflows are lower bounds (marked >=).
+fall among overflows are lower bounds (marked >=). The avg is then taken from a
+better source when there is one: a kvmsim run folder's summary.json (exact), else
+the file's "# Avg Latencies" line when larger (truncated by cyclictest, so still
+marked >=).
 
 Exit status: 0 every check holds, 1 a check is exceeded, 2 a file is unreadable
 or unparsable, has no samples, or the thread counts differ.)";
@@ -57,8 +62,25 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A kvmsim run's summary.json knows the exact average (the histogram text truncates it,
+// and overflows hide the values it is made of). NaN when absent or unreadable: the
+// comparison then falls back to what the histogram file says.
+double summary_avg(const std::filesystem::path& dir) {
+  std::ifstream f(dir / "summary.json");
+  if (!f) return std::numeric_limits<double>::quiet_NaN();
+  const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("metrics") || !j["metrics"].is_object())
+    return std::numeric_limits<double>::quiet_NaN();
+  for (const char* key : {"cyclictest.avg_us", "cyclictest.avg_ns"}) {
+    const auto it = j["metrics"].find(key);
+    if (it != j["metrics"].end() && it->is_number()) return it->get<double>();
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 CyclictestReport read_report(std::string path) {
   std::error_code ec;
+  double exact_avg = std::numeric_limits<double>::quiet_NaN();
   // A `kvmsim run --out` folder stands for its histogram.txt (as plot takes it).
   if (std::filesystem::is_directory(path, ec)) {
     const auto h = std::filesystem::path(path) / "histogram.txt";
@@ -66,6 +88,7 @@ CyclictestReport read_report(std::string path) {
       throw InputError(path +
                        ": a directory without histogram.txt (give a histogram file, or "
                        "a kvmsim run --out folder of a run with a histogram)");
+    exact_avg = summary_avg(path);
     path = h.string();
   }
   std::ifstream f(path, std::ios::binary);
@@ -85,7 +108,9 @@ CyclictestReport read_report(std::string path) {
   }
   if (f.bad()) throw InputError(path + ": read error");
   try {
-    return parse_cyclictest(text);
+    CyclictestReport r = parse_cyclictest(text);
+    if (r.threads.size() == 1) r.threads.front().exact_avg = exact_avg;  // one thread per run
+    return r;
   } catch (const HistogramParseError& e) {
     throw InputError(path + ": " + e.what());
   }
