@@ -16,7 +16,7 @@ statistics) is the same C++ code as the CLI's, bound in-process (``_kvmsim``).
 __version__ = "0.1"  # the CMake project version
 
 from ._errors import KvmsimError, RunTimeout, ScenarioError, SimulationCrash, SimulationError
-from ._params import metrics, params, resolve, validate
+from ._params import metrics, params, resolve, validate, value
 from ._histogram import Histogram, compare, load_histogram, read_histogram
 from ._trace import read_trace, trace_stats
 from ._run import KvmsimWarning, RunResult, find_binary, run
@@ -34,7 +34,7 @@ def scenario(name):
 
 __all__ = [
     "KvmsimError", "RunTimeout", "ScenarioError", "SimulationCrash", "SimulationError",
-    "metrics", "params", "resolve", "validate",
+    "metrics", "params", "resolve", "validate", "value",
     "Histogram", "compare", "load_histogram", "read_histogram",
     "read_trace", "trace_stats",
     "KvmsimWarning", "RunResult", "find_binary", "run",

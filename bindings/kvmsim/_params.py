@@ -8,11 +8,46 @@ def params():
     """Every declared parameter (what ``kvmsim params`` prints).
 
     Returns:
-        pandas.DataFrame: columns key, type, default, unit, range, min, max, choices,
-        doc; one row per parameter.
+        pandas.DataFrame: columns key, type, default (a Python value of the parameter's
+        type, see :func:`value`), unit, range, min, max, choices, doc, default_text (the
+        default as the CLI prints it); one row per parameter.
     """
     df = pd.DataFrame(_kvmsim.param_declarations())
-    return df[["key", "type", "default", "unit", "range", "min", "max", "choices", "doc"]]
+    df["default_text"] = df["default"]
+    df["default"] = [value(k, t) for k, t in zip(df["key"], df["default_text"])]
+    return df[["key", "type", "default", "unit", "range", "min", "max", "choices", "doc",
+               "default_text"]]
+
+
+def value(key, text):
+    """A parameter's canonical text (what ``kvmsim params``, ``resolve(text=True)`` and
+    ``summary.json`` give) as a Python value of its declared type: int, float, bool,
+    str, a list of int for ``int-list``; a ``dist`` (``"normal(300ns, 20ns)"``) stays
+    text. An undeclared key's text is returned unchanged.
+
+    Raises:
+        ValueError: the text is not of the declared type.
+    """
+    d = declarations().get(key)
+    kind = d["type"] if d else None
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "double":
+            return float(text)
+        if kind == "bool":
+            if text not in ("true", "false"):
+                raise ValueError("not true or false")
+            return text == "true"
+        if kind == "int-list":
+            inner = text.strip()
+            if not (inner.startswith("[") and inner.endswith("]")):
+                raise ValueError("not a [..] list")
+            inner = inner[1:-1].strip()
+            return [int(x) for x in inner.split(",")] if inner else []
+    except ValueError as e:
+        raise ValueError(f"key '{key}': {text!r} is not a {kind}: {e}") from None
+    return text
 
 
 def metrics(prefix=""):
@@ -121,25 +156,29 @@ def overrides(set=None):
     return [f"{k}={value_text(v)}" for k, v in flatten(set).items()]
 
 
-def resolve(scenario=None, set=None, origins=False):
+def resolve(scenario=None, set=None, origins=False, text=False):
     """The parameters a run would use, without running it.
 
     Args:
         scenario: path of a scenario file (``None``: the defaults).
         set: ``{key: value}`` overrides applied on top.
         origins: also say where each value came from.
+        text: the values as canonical text (as ``kvmsim params`` and ``--set`` write
+            them) instead of Python values.
 
     Returns:
-        ``{key: canonical text}``; with ``origins=True`` a DataFrame with columns key,
-        value, origin (``"default"``, ``"file.yaml:12"``, ``"--set"``, ...).
+        ``{key: value}``, each value of its parameter's type (see :func:`value`);
+        with ``origins=True`` a DataFrame with columns key, value, text, origin
+        (``"default"``, ``"file.yaml:12"``, ``"--set"``, ...).
 
     Raises:
         ScenarioError: bad scenario file or override, with the CLI's message.
     """
     rows = _kvmsim.resolve(str(scenario) if scenario else "", overrides(set))
     if origins:
-        return pd.DataFrame(rows, columns=["key", "value", "origin"])
-    return {k: v for k, v, _ in rows}
+        return pd.DataFrame([(k, value(k, v), v, o) for k, v, o in rows],
+                            columns=["key", "value", "text", "origin"])
+    return {k: (v if text else value(k, v)) for k, v, _ in rows}
 
 
 def validate(set=None, scenario=None):

@@ -14,7 +14,7 @@ import pandas as pd
 from . import _kvmsim
 from ._errors import RunTimeout, ScenarioError, SimulationCrash, SimulationError
 from ._histogram import load_histogram
-from ._params import overrides
+from ._params import overrides, value
 
 _ERROR_PREFIX = "kvmsim: error: "
 
@@ -228,7 +228,10 @@ class RunResult:
         set: the overrides (``{key: value}``) the run was given.
         seed: the run seed (the scenario's when none was given).
         metrics: ``{"dotted.key": float}``, ``summary.json``'s ``"metrics"``.
-        params: ``{key: canonical text}``, every parameter as resolved for the run.
+        params: ``{key: value}``, every parameter as resolved for the run, each a Python
+            value of its declared type (int, float, bool, str, list of int; see
+            :func:`kvmsim.value`).
+        params_text: the same as canonical text, as ``summary.json`` has it.
         histogram: numpy array of counts in 1-us buckets (``None`` for workloads
             without a latency histogram).
         histogram_file: the full :class:`Histogram` (overflows, printed
@@ -244,7 +247,8 @@ class RunResult:
         self.set = dict(set or {})
         self.seed = seed if seed is not None else int(summary["metrics"].get("sim.seed", -1))
         self.metrics = {k: float(v) for k, v in summary["metrics"].items()}
-        self.params = dict(summary.get("params", {}))
+        self.params_text = dict(summary.get("params", {}))
+        self.params = {k: value(k, v) for k, v in self.params_text.items()}
         self.histogram_file = histogram_file
         self.histogram = None if histogram_file is None else histogram_file.counts
         self._exit_min_max = dict(exit_min_max or {})
@@ -284,7 +288,7 @@ class RunResult:
         flushes; only those that acted in this run.
         """
         rows = [(title, stat, value)
-                for title, stats in _kvmsim.summary_sections(self.params, self.metrics)
+                for title, stats in _kvmsim.summary_sections(self.params_text, self.metrics)
                 for stat, value in stats]
         return pd.DataFrame(rows, columns=["section", "stat", "value"])
 

@@ -18,7 +18,8 @@ def test_params_frame_lists_every_declaration_with_type_default_unit_range_doc()
     for key in CONTRACT_KEYS:
         assert key in set(df["key"]), key
     row = df.set_index("key").loc["kvm.enable_hv_timer"]
-    assert row["type"] == "bool" and row["default"] in ("true", "false")
+    assert row["type"] == "bool" and row["default"] in (True, False)
+    assert row["default_text"] in ("true", "false")
     assert (df["doc"].str.len() > 0).all()
 
 
@@ -50,18 +51,39 @@ def test_unknown_key_message_suggests_the_declared_key():
 def test_resolve_applies_file_then_overrides_and_says_where_each_value_came_from():
     df = kvmsim.resolve(T1, set={"cyclictest.loops": 1234, "kvm.enable_hv_timer": False},
                         origins=True).set_index("key")
-    assert df.loc["cyclictest.loops", "value"] == "1234"
+    assert df.loc["cyclictest.loops", "value"] == 1234
+    assert df.loc["cyclictest.loops", "text"] == "1234"
     assert df.loc["cyclictest.loops", "origin"] == "--set"
-    assert df.loc["kvm.enable_hv_timer", "value"] == "false"
+    assert df.loc["kvm.enable_hv_timer", "value"] is False
+    assert df.loc["kvm.enable_hv_timer", "text"] == "false"
     assert df.loc["vm.vcpus", "origin"].startswith(T1 + ":")
     assert kvmsim.resolve(set={})["cyclictest.loops"] == \
         kvmsim.params().set_index("key").loc["cyclictest.loops", "default"]
 
 
 def test_python_values_become_set_text():
-    r = kvmsim.resolve(T1, set={"kvm.enable_hv_timer": False, "vm.pinning": [3, 2]})
+    r = kvmsim.resolve(T1, set={"kvm.enable_hv_timer": False, "vm.pinning": [3, 2]}, text=True)
     assert r["kvm.enable_hv_timer"] == "false"
     assert r["vm.pinning"] == "[3, 2]"
+
+
+def test_params_are_python_values_of_their_declared_type():
+    """Pins: resolve(), params()' default column and kvmsim.value() give each parameter
+    as its declared type (int, float, bool, list of int, text for str and dist), and
+    text that is not of the type is an error naming the key."""
+    decl = kvmsim.params().set_index("key")
+    r = kvmsim.resolve(T1, set={"vm.pinning": [3, 2], "sim.max_simulated_s": 2})
+    kinds = {"int": int, "double": float, "bool": bool, "string": str, "dist": str,
+             "int-list": list}
+    for key, v in r.items():
+        assert type(v) is kinds[decl.loc[key, "type"]], (key, v)
+        assert type(decl.loc[key, "default"]) is kinds[decl.loc[key, "type"]], key
+    assert r["vm.pinning"] == [3, 2] and r["sim.max_simulated_s"] == 2.0
+    assert kvmsim.value("host.isolcpus", "[]") == []
+    with pytest.raises(ValueError, match="key 'cyclictest.loops'"):
+        kvmsim.value("cyclictest.loops", "many")
+    with pytest.raises(ValueError, match="key 'kvm.enable_hv_timer'"):
+        kvmsim.value("kvm.enable_hv_timer", "yes")
 
 
 def test_metrics_frame_matches_the_cli_listing_and_finds_a_key(kvmsim_binary):

@@ -21,7 +21,8 @@ def test_run_returns_contract_metrics_histogram_exits_and_resolved_params():
         assert key in r.metrics, key
     assert r.metrics["cyclictest.loops"] == 2000
     assert r.histogram.dtype == np.uint64 and len(r.histogram) == 100
-    assert r.params["cyclictest.loops"] == "2000" and r.params["sim.seed"] == "1"
+    assert r.params["cyclictest.loops"] == 2000 and r.params["sim.seed"] == 1
+    assert r.params_text["cyclictest.loops"] == "2000"
     ex = r.exits.set_index("reason")
     assert ex.loc["MSR_WRITE", "samples"] == r.metrics["exits.MSR_WRITE.count"]
     assert ex["samples_pct"].sum() == pytest.approx(100.0)
