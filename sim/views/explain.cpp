@@ -2,6 +2,7 @@
 
 #include "sim/core/model_signals.h"
 #include "sim/lapic/lapic_signals.h"
+#include "sim/sched/sched_signals.h"
 #include "sim/vmx/kvm_signals.h"
 
 #include <algorithm>
@@ -33,6 +34,9 @@ void ExplainObserver::connect(SignalRegistry& signals) {
   lapic.kvm_wait_lapic_expire.connect<&ExplainObserver::on_wait_lapic_expire>(this);
   lapic.kvm_apic_accept_irq.connect<&ExplainObserver::on_apic_accept_irq>(this);
   lapic.kvm_apic_accept_ipi.connect<&ExplainObserver::on_apic_accept_ipi>(this);
+  auto& sched = signals.get<SchedSignals>();
+  sched.sched_switch.connect<&ExplainObserver::on_sched_switch>(this);
+  sched.sched_wakeup.connect<&ExplainObserver::on_sched_wakeup>(this);
 }
 
 void ExplainObserver::note_vcpu(int vcpu, int pcpu) {
@@ -182,6 +186,30 @@ void ExplainObserver::on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t va
   it.msr = msr;
   it.value = static_cast<std::int64_t>(value);
   add(window_of_vcpu(vcpu), it);
+}
+
+void ExplainObserver::on_sched_switch(int pcpu, const std::string& prev_comm, int /*prev_pid*/,
+                                      int /*prev_prio*/, bool prev_runnable,
+                                      const std::string& next_comm, int /*next_pid*/,
+                                      int /*next_prio*/, Tsc t) {
+  if (capture_.captured) return;
+  ExplainItem it;
+  it.kind = ExplainItem::Kind::SchedSwitch;
+  it.t = t;
+  it.value = prev_runnable ? 1 : 0;
+  it.comm = next_comm;
+  it.prev_comm = prev_comm;
+  add(window_of_pcpu(pcpu), it);
+}
+
+void ExplainObserver::on_sched_wakeup(int /*waker_pcpu*/, const std::string& comm, int /*pid*/,
+                                      int /*prio*/, int target_pcpu, Tsc t) {
+  if (capture_.captured) return;
+  ExplainItem it;
+  it.kind = ExplainItem::Kind::SchedWakeup;
+  it.t = t;
+  it.comm = comm;
+  add(window_of_pcpu(target_pcpu), it);
 }
 
 }  // namespace kvmsim::views

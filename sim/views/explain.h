@@ -33,7 +33,9 @@ struct ExplainItem {
     HvTimerState,
     ApicAcceptIrq,
     VcpuBlock,
-    VcpuWakeup
+    VcpuWakeup,
+    SchedSwitch,  // comm: the next task, prev_comm: the previous one, value: prev runnable
+    SchedWakeup   // comm: the woken task
   };
   Kind kind = Kind::Segment;
   Stage stage = Stage::HostIdle;                  // Segment
@@ -41,7 +43,8 @@ struct ExplainItem {
   Tsc t = 0;                                      // segment begin, or the event's time
   Tsc end = 0;                                    // segment end
   std::uint32_t msr = 0;                          // MsrWrite
-  std::int64_t value = 0;  // MSR value, delta, hv_timer flag, vector, wait ns
+  std::int64_t value = 0;       // MSR value, delta, hv_timer flag, vector, wait ns
+  std::string comm, prev_comm;  // SchedSwitch, SchedWakeup
 };
 
 struct ExplainCapture {
@@ -75,6 +78,12 @@ class ExplainObserver : public Observer {
     on_apic_accept_irq(target, vector, t);
   }
   void on_msr_write(int vcpu, std::uint32_t msr, std::uint64_t value, Tsc t);
+  // The host scheduler on the window's pCPU: who held it while the vCPU waited.
+  void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,
+                       bool prev_runnable, const std::string& next_comm, int next_pid,
+                       int next_prio, Tsc t);
+  void on_sched_wakeup(int waker_pcpu, const std::string& comm, int pid, int prio, int target_pcpu,
+                       Tsc t);
 
   [[nodiscard]] const ExplainCapture& capture() const { return capture_; }
   [[nodiscard]] std::uint64_t samples_seen() const { return samples_; }

@@ -83,9 +83,23 @@ int run_explain(const ExplainArgs& a) {
       a.scenario, workload, p.text("kvm.enable_hv_timer"), p.text("kvm.lapic_timer_advance_ns"),
       p.text("kvm.exit_fastpath"), p.text("platform.apicv"));
   std::cout << views::format_explanation(obs.capture(), clk);
-  if (workload == "cyclictest" && obs.capture().latency_ns >= 0)
-    std::cout << fmt::format("cyclictest counts this sample in its {} us histogram bucket\n",
-                             obs.capture().latency_ns / 1000);
+  if (workload == "cyclictest" && obs.capture().latency_ns >= 0) {
+    // cyclictest -h N: buckets 0..N-1 us (ns with -N); anything above is an overflow.
+    const bool nsecs = p.b("cyclictest.nsecs");
+    const std::int64_t value = nsecs ? obs.capture().latency_ns : obs.capture().latency_ns / 1000;
+    const std::int64_t buckets = p.i("cyclictest.histogram_us");
+    const char* unit = nsecs ? "ns" : "us";
+    if (value >= buckets) {
+      std::cout << fmt::format(
+          "cyclictest counts this sample ({} {}) as a histogram overflow: it is beyond the {} "
+          "buckets of -h {} (cyclictest.histogram_us); it is in 'Histogram Overflows' and its "
+          "loop number in the overflow list\n",
+          value, unit, buckets, buckets);
+    } else {
+      std::cout << fmt::format("cyclictest counts this sample in its {} {} histogram bucket\n",
+                               value, unit);
+    }
+  }
   std::cout << std::flush;
   return 0;
 }
