@@ -7,6 +7,8 @@
 //   kvmsim-bench [options]      for each of --repeat rounds: the raw loop, then the CLI
 //                               on every scenario of the list (bench/scenarios.txt);
 //                               print the median of each figure and, with --json, all
+//   kvmsim-bench --scale [LIST] the cost-growth law: one workload at each vCPU count
+//                               (bench/scale.h)
 // Per scenario: events, events per second and their ratio to the raw loop's rate,
 // simulated seconds per wall second ("x real time"; also per CPU second of the child,
 // which a shared machine disturbs less), peak RSS of the child (wait4), and cycles per
@@ -140,9 +142,10 @@ void PrintUsage(std::ostream& os) {
      << kScaleDefaultSimulatedS
      << " simulated s\n"
         "(--set sim.max_simulated_s=S changes it). Per point: events, wall s and CPU s per\n"
-        "simulated s, events per vCPU-second, peak RSS, start-up CPU s; then the exponent b\n"
-        "of CPU s per simulated s = a * vCPUs^b (least squares on log-log) and the local\n"
-        "exponent between consecutive points. A point that fails or times out is an error.\n"
+        "simulated s, events per vCPU-second, CPU ns per event, peak RSS, start-up CPU s;\n"
+        "then the exponent b of CPU s per simulated s = a * vCPUs^b (least squares on\n"
+        "log-log) and the local exponent between consecutive points. A point that fails or\n"
+        "times out is an error.\n"
         "  --scale-vm-vcpus G  vCPUs per guest (default "
      << kScaleDefaultVmVcpus
      << ")\n"

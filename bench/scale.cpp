@@ -248,8 +248,8 @@ int RunScale(const ScaleOptions& opt) {
   }
   std::cout << " ok\n\n";
 
-  std::printf("%6s %6s %5s %6s %12s %11s %11s %11s %8s %9s\n", "vCPUs", "pCPUs", "VMs", "sim s",
-              "events", "wall s/sim", "CPU s/sim", "ev/vCPU-s", "RSS MB", "start CPU");
+  std::printf("%6s %6s %5s %6s %12s %11s %11s %11s %9s %8s %9s\n", "vCPUs", "pCPUs", "VMs", "sim s",
+              "events", "wall s/sim", "CPU s/sim", "ev/vCPU-s", "CPU ns/ev", "RSS MB", "start CPU");
   std::fflush(stdout);
   json rows = json::array();
   std::vector<double> xs;
@@ -266,10 +266,11 @@ int RunScale(const ScaleOptions& opt) {
     const double cpu_per_sim = f.child.cpu_s / f.simulated_s;
     const double ev_per_vcpu_s = f.events / (pt.vcpus * f.simulated_s);
     const double rss_mb = f.child.max_rss_kb / 1024.0;
-    std::printf("%6u %6u %5u %6s %12.0f %11s %11s %11.0f %8s %9s\n", pt.vcpus, pt.pcpus, pt.vms,
-                Fixed(f.simulated_s, 3).c_str(), f.events, Fixed(wall_per_sim, 3).c_str(),
-                Fixed(cpu_per_sim, 3).c_str(), ev_per_vcpu_s, Fixed(rss_mb, 1).c_str(),
-                Fixed(startup[i].child.cpu_s, 3).c_str());
+    const double cpu_ns_per_event = f.child.cpu_s * 1e9 / std::max(f.events, 1.0);
+    std::printf("%6u %6u %5u %6s %12.0f %11s %11s %11.0f %9.0f %8s %9s\n", pt.vcpus, pt.pcpus,
+                pt.vms, Fixed(f.simulated_s, 3).c_str(), f.events, Fixed(wall_per_sim, 3).c_str(),
+                Fixed(cpu_per_sim, 3).c_str(), ev_per_vcpu_s, cpu_ns_per_event,
+                Fixed(rss_mb, 1).c_str(), Fixed(startup[i].child.cpu_s, 3).c_str());
     std::fflush(stdout);
     xs.push_back(pt.vcpus);
     ys.push_back(cpu_per_sim);
@@ -285,7 +286,7 @@ int RunScale(const ScaleOptions& opt) {
                     {"wall_s_per_simulated_s", wall_per_sim},
                     {"cpu_s_per_simulated_s", cpu_per_sim},
                     {"events_per_vcpu_s", ev_per_vcpu_s},
-                    {"cpu_ns_per_event", f.child.cpu_s * 1e9 / std::max(f.events, 1.0)},
+                    {"cpu_ns_per_event", cpu_ns_per_event},
                     {"max_rss_mb", rss_mb},
                     {"startup_cpu_s", startup[i].child.cpu_s},
                     {"startup_wall_s", startup[i].child.wall_s},
