@@ -244,7 +244,12 @@ int RunScale(const ScaleOptions& opt) {
     std::cout << " " << pt.vcpus << std::flush;
     auto argv = pt.argv;
     argv.insert(argv.end(), {"--set", std::string("sim.max_simulated_s=") + kStartupSimulatedS});
-    startup.push_back(RunPoint(pt, argv, pt.dir + "-startup", opt.timeout_s, "start-up run"));
+    try {
+      startup.push_back(RunPoint(pt, argv, pt.dir + "-startup", opt.timeout_s, "start-up run"));
+    } catch (const std::exception&) {
+      std::cout << std::endl;  // end the progress line before the error
+      throw;
+    }
   }
   std::cout << " ok\n\n";
 
