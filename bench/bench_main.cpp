@@ -142,10 +142,10 @@ void PrintUsage(std::ostream& os) {
      << kScaleDefaultSimulatedS
      << " simulated s\n"
         "(--set sim.max_simulated_s=S changes it). Per point: events, wall s and CPU s per\n"
-        "simulated s, events per vCPU-second, CPU ns per event, peak RSS, start-up CPU s;\n"
-        "then the exponent b of CPU s per simulated s = a * vCPUs^b (least squares on\n"
-        "log-log) and the local exponent between consecutive points. A point that fails or\n"
-        "times out is an error.\n"
+        "simulated s (also net of the start-up run), events per vCPU-second, CPU ns per\n"
+        "event, peak RSS, start-up CPU s; then the exponent b of CPU s per simulated s =\n"
+        "a * vCPUs^b (least squares on log-log) and the local exponent between consecutive\n"
+        "points, with and without start-up. A point that fails or times out is an error.\n"
         "  --scale-vm-vcpus G  vCPUs per guest (default "
      << kScaleDefaultVmVcpus
      << ")\n"

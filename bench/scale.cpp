@@ -253,12 +253,15 @@ int RunScale(const ScaleOptions& opt) {
   }
   std::cout << " ok\n\n";
 
-  std::printf("%6s %6s %5s %6s %12s %11s %11s %11s %9s %8s %9s\n", "vCPUs", "pCPUs", "VMs", "sim s",
-              "events", "wall s/sim", "CPU s/sim", "ev/vCPU-s", "CPU ns/ev", "RSS MB", "start CPU");
+  std::printf("%6s %6s %5s %6s %12s %11s %11s %11s %11s %9s %8s %9s\n", "vCPUs", "pCPUs", "VMs",
+              "sim s", "events", "wall s/sim", "CPU s/sim", "net CPU/sim", "ev/vCPU-s", "CPU ns/ev",
+              "RSS MB", "start CPU");
   std::fflush(stdout);
   json rows = json::array();
   std::vector<double> xs;
   std::vector<double> ys;
+  std::vector<double> net_ys;  // start-up subtracted; empty once one is not positive
+  bool net_ok = true;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const RunFigures f = RunPoint(pt, pt.argv, pt.dir, opt.timeout_s, "measured run");
@@ -272,10 +275,19 @@ int RunScale(const ScaleOptions& opt) {
     const double ev_per_vcpu_s = f.events / (pt.vcpus * f.simulated_s);
     const double rss_mb = f.child.max_rss_kb / 1024.0;
     const double cpu_ns_per_event = f.child.cpu_s * 1e9 / std::max(f.events, 1.0);
-    std::printf("%6u %6u %5u %6s %12.0f %11s %11s %11.0f %9.0f %8s %9s\n", pt.vcpus, pt.pcpus,
+    // The run's CPU s less its start-up run's, per simulated s beyond the start-up's: the
+    // cost of simulating without the fixed cost of starting (which weighs on small sizes).
+    const double net_sim = f.simulated_s - startup[i].simulated_s;
+    const double net_cpu = f.child.cpu_s - startup[i].child.cpu_s;
+    const bool net_positive = net_sim > 0 && net_cpu > 0;
+    const double net_per_sim = net_positive ? net_cpu / net_sim : 0.0;
+    net_ok = net_ok && net_positive;
+    if (net_positive) net_ys.push_back(net_per_sim);
+    std::printf("%6u %6u %5u %6s %12.0f %11s %11s %11s %11.0f %9.0f %8s %9s\n", pt.vcpus, pt.pcpus,
                 pt.vms, Fixed(f.simulated_s, 3).c_str(), f.events, Fixed(wall_per_sim, 3).c_str(),
-                Fixed(cpu_per_sim, 3).c_str(), ev_per_vcpu_s, cpu_ns_per_event,
-                Fixed(rss_mb, 1).c_str(), Fixed(startup[i].child.cpu_s, 3).c_str());
+                Fixed(cpu_per_sim, 3).c_str(), net_positive ? Fixed(net_per_sim, 3).c_str() : "-",
+                ev_per_vcpu_s, cpu_ns_per_event, Fixed(rss_mb, 1).c_str(),
+                Fixed(startup[i].child.cpu_s, 3).c_str());
     std::fflush(stdout);
     xs.push_back(pt.vcpus);
     ys.push_back(cpu_per_sim);
@@ -290,6 +302,7 @@ int RunScale(const ScaleOptions& opt) {
                     {"cpu_s", f.child.cpu_s},
                     {"wall_s_per_simulated_s", wall_per_sim},
                     {"cpu_s_per_simulated_s", cpu_per_sim},
+                    {"net_cpu_s_per_simulated_s", net_positive ? json(net_per_sim) : json()},
                     {"events_per_vcpu_s", ev_per_vcpu_s},
                     {"cpu_ns_per_event", cpu_ns_per_event},
                     {"max_rss_mb", rss_mb},
@@ -313,6 +326,25 @@ int RunScale(const ScaleOptions& opt) {
                 i + 2 < xs.size() ? "," : "\n");
     local.push_back({{"from_vcpus", xs[i]}, {"to_vcpus", xs[i + 1]}, {"exponent", b}});
   }
+  json net_fit;  // null when a run's CPU s did not exceed its start-up run's
+  if (net_ok) {
+    const PowerFit nf = FitPowerLaw(xs, net_ys);
+    net_fit = {{"y", "net_cpu_s_per_simulated_s"},
+               {"x", "vcpus"},
+               {"a", nf.a},
+               {"exponent", nf.b},
+               {"r2", nf.r2}};
+    std::printf("  without start-up (net CPU/sim): b = %s (r^2 %s); local:", Fixed(nf.b, 3).c_str(),
+                Fixed(nf.r2, 3).c_str());
+    for (std::size_t i = 0; i + 1 < xs.size(); ++i)
+      std::printf(" %.0f->%.0f %s%s", xs[i], xs[i + 1],
+                  Fixed(LocalExponent(xs[i], net_ys[i], xs[i + 1], net_ys[i + 1]), 2).c_str(),
+                  i + 2 < xs.size() ? "," : "\n");
+  } else {
+    std::printf(
+        "  without start-up: n/a (a run's CPU s did not exceed its start-up run's; raise "
+        "sim.max_simulated_s)\n");
+  }
   std::fflush(stdout);
 
   if (!opt.json_file.empty()) {
@@ -332,7 +364,8 @@ int RunScale(const ScaleOptions& opt) {
                         {"a", fit.a},
                         {"exponent", fit.b},
                         {"r2", fit.r2}}},
-                      {"local_exponents", local}};
+                      {"local_exponents", local},
+                      {"net_fit", net_fit}};
     std::ofstream f(opt.json_file);
     if (!f || !(f << out.dump(2) << "\n"))
       throw std::runtime_error("cannot write " + opt.json_file);

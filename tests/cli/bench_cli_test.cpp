@@ -173,6 +173,12 @@ TEST_CASE("kvmsim-bench --scale runs a row per size, events grow, the exponent i
   CHECK(std::isfinite(printed));
   CHECK(printed == Approx(b).margin(0.001));
   CHECK(r.output.find("local exponents (where the law bends): 8->32 ") != std::string::npos);
+  // The fit net of start-up: printed, or n/a when a short run's CPU s did not exceed its
+  // start-up run's (possible at this length).
+  CHECK((r.output.find("without start-up (net CPU/sim): b = ") != std::string::npos ||
+         r.output.find("without start-up: n/a") != std::string::npos));
+  if (!j.at("net_fit").is_null())
+    CHECK(std::isfinite(j.at("net_fit").at("exponent").get<double>()));
 }
 
 TEST_CASE("kvmsim-bench --scale: a size that cannot run or a run that times out is an error",
