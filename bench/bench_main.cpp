@@ -7,6 +7,8 @@
 //   kvmsim-bench [options]      for each of --repeat rounds: the raw loop, then the CLI
 //                               on every scenario of the list (bench/scenarios.txt);
 //                               print the median of each figure and, with --json, all
+//   kvmsim-bench --scale [LIST] the cost-growth law: one workload at each vCPU count
+//                               (bench/scale.h)
 // Per scenario: events, events per second and their ratio to the raw loop's rate,
 // simulated seconds per wall second ("x real time"; also per CPU second of the child,
 // which a shared machine disturbs less), peak RSS of the child (wait4), and cycles per
@@ -14,11 +16,6 @@
 // why not and CPU ns per event stands beside it).
 // It always exits 0 once the measurements ran, targets met or not; it exits non-zero only
 // when something could not run (missing binary or scenario, a child failing, bad options).
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -38,11 +35,14 @@
 #include <systemc>
 #include <vector>
 
+#include "bench/child_process.h"
 #include "bench/raw_kernel.h"
+#include "bench/scale.h"
 
 namespace {
 
 using json = nlohmann::json;
+using namespace kvmsim::bench;  // child_process.h, scale.h
 
 constexpr const char* kDefaultList = "bench/scenarios.txt";
 constexpr std::uint64_t kDefaultRawEvents = 20'000'000;
@@ -66,6 +66,12 @@ struct Options {
   std::string out_dir;
   bool raw_only = false;
   bool no_perf = false;
+  // --scale [LIST]: the cost-growth law (scale.h) instead of the scenario list.
+  std::optional<std::string> scale;
+  unsigned scale_vm_vcpus = kScaleDefaultVmVcpus;
+  double timeout_s = kScaleDefaultTimeoutS;
+  std::vector<std::string> list_mode_flags;   // given flags that --scale does not take
+  std::vector<std::string> scale_mode_flags;  // given flags only --scale takes
 };
 
 struct Scenario {
@@ -95,6 +101,8 @@ void PrintUsage(std::ostream& os) {
   os << "usage: kvmsim-bench [--repeat N] [--only NAME[,NAME...]] [--set key=value]...\n"
         "                    [--raw-events N] [--json FILE] [--list FILE] [--kvmsim PATH]\n"
         "                    [--out DIR] [--raw-only] [--no-perf]\n"
+        "       kvmsim-bench --scale [N,N,...] [--scale-vm-vcpus G] [--set key=value]...\n"
+        "                    [--timeout S] [--json FILE] [--kvmsim PATH] [--out DIR]\n"
         "\n"
         "Times the raw SystemC kernel and the model on every scenario of the list, each\n"
         "run in its own child process, --repeat rounds (default "
@@ -121,7 +129,28 @@ void PrintUsage(std::ostream& os) {
         "                  scenario, in the same rounds; its rows are NAME@vs\n"
         "  --out DIR       run directories (default: bench-out beside this binary)\n"
         "  --raw-only      measure the raw loop only\n"
-        "  --no-perf       do not wrap the runs in perf stat\n";
+        "  --no-perf       do not wrap the runs in perf stat\n"
+        "\n"
+        "--scale: the cost-growth law. Runs "
+     << kScaleScenario
+     << " (ebizzy -M) at each total\n"
+        "vCPU count N (default "
+     << kScaleDefaultVcpus
+     << "; multiples of 8): N/G guests of G vCPUs,\n"
+        "2x over-committed on N/2 pCPUs (2 sockets x N/8 cores x 2 threads), each a child\n"
+        "process, once for sim.max_simulated_s=0.001 (start-up) and once for "
+     << kScaleDefaultSimulatedS
+     << " simulated s\n"
+        "(--set sim.max_simulated_s=S changes it). Per point: events, wall s and CPU s per\n"
+        "simulated s (also net of the start-up run), events per vCPU-second, CPU ns per\n"
+        "event, peak RSS, start-up CPU s; then the exponent b of CPU s per simulated s =\n"
+        "a * vCPUs^b (least squares on log-log) and the local exponent between consecutive\n"
+        "points, with and without start-up. A point that fails or times out is an error.\n"
+        "  --scale-vm-vcpus G  vCPUs per guest (default "
+     << kScaleDefaultVmVcpus
+     << ")\n"
+        "  --timeout S         kill a run after S wall seconds, an error (default "
+     << kScaleDefaultTimeoutS << ")\n";
 }
 
 std::uint64_t ParseCount(const std::string& flag, const std::string& text) {
@@ -159,14 +188,30 @@ Options ParseArgs(int argc, char** argv) {
     };
     if (a == "--raw") {
       opt.raw_mode_events = ParseCount(a, value());
+    } else if (a == "--scale") {
+      // The list is optional: taken when the next word starts with a digit.
+      const bool has_list = i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] >= '0' &&
+                            args[i + 1][0] <= '9';
+      opt.scale = has_list ? args[++i] : std::string(kScaleDefaultVcpus);
+    } else if (a == "--scale-vm-vcpus") {
+      const auto n = ParseCount(a, value());
+      if (n > 256) throw UsageError("--scale-vm-vcpus: at most 256 (vm.vcpus)");
+      opt.scale_vm_vcpus = static_cast<unsigned>(n);
+      opt.scale_mode_flags.push_back(a);
+    } else if (a == "--timeout") {
+      opt.timeout_s = static_cast<double>(ParseCount(a, value()));
+      opt.scale_mode_flags.push_back(a);
     } else if (a == "--raw-events") {
       opt.raw_events = ParseCount(a, value());
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--repeat") {
       const auto n = ParseCount(a, value());
       if (n > 100) throw UsageError("--repeat: at most 100");
       opt.repeat = static_cast<unsigned>(n);
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--only") {
       opt.only = SplitCommas(value());
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--set") {
       const std::string kv = value();
       if (kv.find('=') == std::string::npos || kv[0] == '=')
@@ -176,14 +221,17 @@ Options ParseArgs(int argc, char** argv) {
       opt.json_file = value();
     } else if (a == "--list") {
       opt.list = value();
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--kvmsim") {
       opt.kvmsim = value();
     } else if (a == "--vs") {
       opt.vs = value();
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--out") {
       opt.out_dir = value();
     } else if (a == "--raw-only") {
       opt.raw_only = true;
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--no-perf") {
       opt.no_perf = true;
     } else if (a == "-h" || a == "--help") {
@@ -193,132 +241,12 @@ Options ParseArgs(int argc, char** argv) {
       throw UsageError("unknown option '" + a + "'");
     }
   }
+  if (opt.scale && !opt.list_mode_flags.empty())
+    throw UsageError("--scale does not take " + opt.list_mode_flags.front() +
+                     " (it runs each point once, on its own workload)");
+  if (!opt.scale && !opt.scale_mode_flags.empty())
+    throw UsageError(opt.scale_mode_flags.front() + " needs --scale");
   return opt;
-}
-
-bool IsFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool IsExecutable(const std::string& path) {
-  return IsFile(path) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::string SelfExe() {
-  std::vector<char> buf(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0)
-    throw std::runtime_error(std::string("readlink /proc/self/exe: ") + std::strerror(errno));
-  return std::string(buf.data(), static_cast<std::size_t>(n));
-}
-
-std::string DirName(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-void MakeDirs(const std::string& path) {
-  std::string partial;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') partial = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw std::runtime_error("mkdir " + partial + ": " + std::strerror(errno));
-    }
-  }
-}
-
-std::string ShellQuote(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) {
-    if (!s.empty()) s += ' ';
-    const bool plain =
-        !a.empty() &&
-        a.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/=+:") ==
-            std::string::npos;
-    s += plain ? a : "'" + a + "'";
-  }
-  return s;
-}
-
-struct ChildResult {
-  int exit_code = -1;  // exit status, or 128+signal
-  double wall_s = 0;
-  double cpu_s = 0;       // user + sys (the child and what it waited for)
-  double max_rss_kb = 0;  // largest RSS of the child or what it waited for
-  std::string captured;   // stdout (and stderr when merged)
-};
-
-double Seconds(const timeval& tv) {
-  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
-}
-
-// Runs argv as a child. stdout (and, if merge_stderr, stderr) is captured; otherwise stderr
-// is inherited.
-ChildResult RunChild(const std::vector<std::string>& argv, bool merge_stderr) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-
-  std::cout.flush();
-  std::cerr.flush();
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::dup2(fds[1], STDOUT_FILENO);
-    if (merge_stderr) ::dup2(fds[1], STDERR_FILENO);
-    ::close(fds[1]);
-    ::execvp(cargv[0], cargv.data());
-    std::fprintf(stderr, "kvmsim-bench: exec %s: %s\n", cargv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  ChildResult result;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      result.captured.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(fds[0]);
-  int status = 0;
-  struct rusage ru {};
-  while (::wait4(pid, &status, 0, &ru) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("wait4: ") + std::strerror(errno));
-  }
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.cpu_s = Seconds(ru.ru_utime) + Seconds(ru.ru_stime);
-  result.max_rss_kb = static_cast<double>(ru.ru_maxrss);
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.exit_code = 128 + WTERMSIG(status);
-  }
-  return result;
-}
-
-std::string Tail(const std::string& text, std::size_t lines) {
-  std::size_t pos = text.size();
-  for (std::size_t n = 0; n <= lines && pos > 0;) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-    if (pos + 1 < text.size()) ++n;
-  }
-  return text.substr(pos + 1);
 }
 
 // ---- perf stat ----
@@ -826,12 +754,42 @@ int DriverMode(const Options& opt) {
   return 0;
 }
 
+int ScaleMode(const Options& opt) {
+  ScaleOptions so;
+  try {
+    so.vcpus = ParseScaleList(*opt.scale);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const std::string exe_dir = DirName(SelfExe());
+  so.vm_vcpus = opt.scale_vm_vcpus;
+  so.sets = opt.sets;
+  so.kvmsim = opt.kvmsim.empty() ? exe_dir + "/kvmsim" : opt.kvmsim;
+  so.scenario = FindBeside("", kScaleScenario, exe_dir);
+  so.out_root = opt.out_dir.empty() ? exe_dir + "/bench-out" : opt.out_dir;
+  so.json_file = opt.json_file;
+  so.timeout_s = opt.timeout_s;
+  std::string problems;
+  if (!IsExecutable(so.kvmsim))
+    problems += "  kvmsim CLI not found or not executable: " + so.kvmsim +
+                "\n    (build it: cmake --build build --target kvmsim; or pass --kvmsim PATH)\n";
+  if (!IsFile(so.scenario))
+    problems += "  scenario not found: " + so.scenario + "\n    (run from the repo root)\n";
+  if (!problems.empty()) {
+    std::cerr << "kvmsim-bench: cannot run --scale:\n" << problems;
+    return 2;
+  }
+  MakeDirs(so.out_root);
+  return RunScale(so);
+}
+
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
   try {
     const Options opt = ParseArgs(argc, argv);
     if (opt.raw_mode_events) return RawMode(*opt.raw_mode_events);
+    if (opt.scale) return ScaleMode(opt);
     return DriverMode(opt);
   } catch (const UsageError& e) {
     std::cerr << "kvmsim-bench: " << e.what() << "\n";

@@ -80,7 +80,7 @@ void declare_vmx_params(ParamRegistry& r) {
              "record_steal_time() finding KVM_VCPU_FLUSH_TLB: kvm_vcpu_flush_tlb() -> "
              "vmx_flush_tlb(), an INVVPID/INVEPT of the guest's context before the entry "
              "(estimate; the refills after it are the guest's)."});
-  r.declare({"vm.count", ParamType::Int, "1", "count", 1, 64, {}, "Number of VMs."});
+  r.declare({"vm.count", ParamType::Int, "1", "count", 1, 256, {}, "Number of VMs."});
   r.declare({"vm.vcpus", ParamType::Int, "2", "count", 1, 256, {}, "vCPUs per VM."});
   r.declare({"vm.pinning", ParamType::IntList, "[]", "cpu", 0, 4095, {},
              "pCPU each vCPU thread is pinned to (VM-major order; a pCPU may repeat: the vCPUs "

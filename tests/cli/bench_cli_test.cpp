@@ -3,8 +3,10 @@
 // pinned is that every figure is there, consistent with the runs' own
 // summary.json, and that a bad scenario list is refused with its file and line.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tests/cli/cli_runner.h"
@@ -110,4 +112,105 @@ TEST_CASE("kvmsim-bench refuses a bad scenario list or selection, naming the fil
   r = run_bench("--repeat 0");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("--repeat needs a positive integer") != std::string::npos);
+}
+
+// --scale: the cost-growth law. Three small points at a very short simulated time: a row
+// per point, events growing with the vCPUs, the fitted exponent printed and finite (its
+// value is not pinned: timings are noisy here). The sizes are 8, 32 and 128: at 0.05 s
+// the 16-vCPU point (2 guests on 8 pCPUs) has fewer events than the 8-vCPU one.
+TEST_CASE("kvmsim-bench --scale runs a row per size, events grow, the exponent is finite",
+          "[cli][bench]") {
+  REQUIRE(std::filesystem::exists(bench_binary()));
+  const auto dir = out_dir("bench-scale");
+  const auto json_file = dir.string() + "/scale.json";
+  const auto r = run_bench("--scale 8,32,128 --set sim.max_simulated_s=0.05 --out " + dir.string() +
+                           " --json " + json_file);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = read_json(json_file);
+  CHECK(j.at("mode") == "scale");
+  CHECK(j.at("vm_vcpus") == 8);
+  const auto& pts = j.at("points");
+  REQUIRE(pts.size() == 3);
+  const unsigned vcpus[] = {8, 32, 128};
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO("point " << i);
+    const auto& p = pts.at(i);
+    CHECK(p.at("vcpus") == vcpus[i]);
+    CHECK(p.at("pcpus") == vcpus[i] / 2);
+    CHECK(p.at("vms") == vcpus[i] / 8);
+    CHECK(p.at("simulated_s").get<double>() == Approx(0.05));
+    CHECK(p.at("cpu_s_per_simulated_s").get<double>() ==
+          Approx(p.at("cpu_s").get<double>() / p.at("simulated_s").get<double>()));
+    CHECK(p.at("events_per_vcpu_s").get<double>() ==
+          Approx(p.at("events").get<double>() / (vcpus[i] * 0.05)));
+    CHECK(p.at("max_rss_mb").get<double>() > 1);
+    CHECK(p.at("startup_cpu_s").get<double>() >= 0);
+    // The events the bench reports are the run's own.
+    const auto m = read_json(dir / "scale" / std::to_string(vcpus[i]) / "summary.json");
+    CHECK(p.at("events") == m.at("metrics").at("sim.events"));
+    // A row on stdout: vCPUs, pCPUs, VMs, then the figures.
+    const std::string row_start = std::to_string(vcpus[i]) + " ";
+    bool found = false;
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      unsigned v = 0, pc = 0, vms = 0;
+      if (words >> v >> pc >> vms && v == vcpus[i] && pc == vcpus[i] / 2 && vms == vcpus[i] / 8)
+        found = true;
+    }
+    CHECK(found);
+    if (i > 0) CHECK(p.at("events").get<double>() > pts.at(i - 1).at("events").get<double>());
+  }
+  const double b = j.at("fit").at("exponent").get<double>();
+  CHECK(std::isfinite(b));
+  CHECK(j.at("local_exponents").size() == 2);
+  for (const auto& l : j.at("local_exponents"))
+    CHECK(std::isfinite(l.at("exponent").get<double>()));
+  const auto at = r.output.find("fitted exponent b = ");
+  REQUIRE(at != std::string::npos);
+  const double printed = std::stod(r.output.substr(at + 20));
+  CHECK(std::isfinite(printed));
+  CHECK(printed == Approx(b).margin(0.001));
+  CHECK(r.output.find("local exponents (where the law bends): 8->32 ") != std::string::npos);
+  // The fit net of start-up: printed, or n/a when a short run's CPU s did not exceed its
+  // start-up run's (possible at this length).
+  CHECK((r.output.find("without start-up (net CPU/sim): b = ") != std::string::npos ||
+         r.output.find("without start-up: n/a") != std::string::npos));
+  if (!j.at("net_fit").is_null())
+    CHECK(std::isfinite(j.at("net_fit").at("exponent").get<double>()));
+}
+
+TEST_CASE("kvmsim-bench --scale: a size that cannot run or a run that times out is an error",
+          "[cli][bench]") {
+  REQUIRE(std::filesystem::exists(bench_binary()));
+  const auto dir = out_dir("bench-scale-bad");
+  // Not a whole two-socket host: refused before any run.
+  auto r = run_bench("--scale 8,12 --out " + dir.string());
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("12 vCPUs: not a multiple of 8") != std::string::npos);
+  CHECK(r.output.find("scale/8") == std::string::npos);  // nothing ran
+  // A size beyond the model's host (4096 vCPUs: 2 x 512 cores, more than 256 per socket):
+  // the start-up run fails with kvmsim's own message, not a missing row.
+  r = run_bench("--scale 8,4096 --out " + dir.string());
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("4096 vCPUs (start-up run): kvmsim failed") != std::string::npos);
+  CHECK(r.output.find("out of range") != std::string::npos);
+  // A run that outlives --timeout is killed and reported.
+  r = run_bench("--scale 8,16 --timeout 3 --set sim.max_simulated_s=200 --out " + dir.string());
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("8 vCPUs (measured run): timed out after 3 s") != std::string::npos);
+  // Keys the scale sets itself, options it does not take, one size only.
+  r = run_bench("--scale 8,16 --set vm.count=2 --out " + dir.string());
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--scale sets vm.count itself") != std::string::npos);
+  r = run_bench("--scale 8,16 --repeat 2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--scale does not take --repeat") != std::string::npos);
+  r = run_bench("--scale 8");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("at least two vCPU counts") != std::string::npos);
+  r = run_bench("--timeout 5");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--timeout needs --scale") != std::string::npos);
 }
