@@ -100,8 +100,24 @@ void latency_max_is_a_slice(const ParamSet& p, const Metrics& m, std::vector<Adv
                                   metric_or_zero(m, "vcpu.steal_s"))});
 }
 
+// vm.pinning lists one pCPU per vCPU (VM-major); entries beyond vm.count x vm.vcpus place
+// nothing. Not an error: lowering vm.vcpus on a scenario with a pinning list is common.
+void pinning_entries_unused(const ParamSet& p, const Metrics& /*m*/, std::vector<Advisory>& out) {
+  const auto nvcpus = static_cast<std::size_t>(p.i("vm.count") * p.i("vm.vcpus"));
+  const auto& pin = p.ints("vm.pinning");
+  if (pin.size() <= nvcpus) return;
+  std::vector<int> unused;
+  for (std::size_t i = nvcpus; i < pin.size(); ++i) unused.push_back(static_cast<int>(pin[i]));
+  out.push_back(
+      {"vm.pinning",
+       fmt::format("{} pCPUs listed for {} vCPU{} (vm.count x vm.vcpus); the "
+                   "last {} ({}) place no vCPU",
+                   pin.size(), nvcpus, nvcpus == 1 ? "" : "s", unused.size(), cpu_list(unused))});
+}
+
 }  // namespace
 }  // namespace kvmsim
 
+KVMSIM_REGISTER_ADVISORY(pinning_entries_unused, kvmsim::pinning_entries_unused)
 KVMSIM_REGISTER_ADVISORY(shared_pcpu_without_tick, kvmsim::shared_pcpu_without_tick)
 KVMSIM_REGISTER_ADVISORY(latency_max_is_a_slice, kvmsim::latency_max_is_a_slice)

@@ -75,6 +75,18 @@ TEST_CASE("pinning a vCPU to a pCPU the host does not have is an error naming th
   CHECK_THAT(r.output, Catch::Contains("vm.pinning") && Catch::Contains("pCPU 99"));
 }
 
+TEST_CASE("vm.pinning entries beyond the vCPUs are named in a warning, not dropped silently",
+          "[cli][errors]") {
+  const auto r = run_cli(
+      "run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=200 --set vm.vcpus=1 "
+      "--set cyclictest.vcpu=0 -q");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("kvmsim: warning: vm.pinning: 2 pCPUs listed for 1 vCPU "
+                                       "(vm.count x vm.vcpus); the last 1 (3) place no vCPU"));
+  const auto exact = run_cli("run scenarios/cyclictest_pinned.yaml --set cyclictest.loops=200 -q");
+  CHECK_THAT(exact.output, !Catch::Contains("pCPUs listed for"));
+}
+
 TEST_CASE("vm.pinning and vm.affinity together are refused", "[cli][errors]") {
   const auto r = run_cli(
       "run scenarios/cyclictest_pinned.yaml --set vm.pinning=[2,3] --set vm.affinity=[2,3] -q");
