@@ -224,10 +224,12 @@ void KvmHalt::after_block(Tsc now) {
       finish_halt(now, true);
     } else {
       block_start_ = now;
-      // With halt polling configured the halt ends through the window update
-      // and kvm_vcpu_wakeup as any other (without it the model keeps the
-      // pre-polling behaviour: no event for a halt that never slept).
-      if (polling_allowed()) finish_halt(now, false);
+      // kvm_vcpu_block() was entered (vcpu_block() found the vCPU not
+      // runnable), so it ends at its `out:` label as any other: the window
+      // update and trace_kvm_vcpu_wakeup(waited = false), with or without
+      // halt polling (kvm_main.c, v4.0 on). Only a vCPU already runnable at
+      // vcpu_block() (KvmHalt::vcpu_block()) skips kvm_vcpu_block().
+      finish_halt(now, false);
     }
     end_block(now, kicked ? cfg_.vcpu_block_abort(v_.rng()) : 0);
     return;
