@@ -226,7 +226,8 @@ void System::attach_views(const RunOptions& opts) {
       apicid.push_back(v->id() % vcpus_per_vm_);  // APIC ID = vCPU index in its VM
     }
     views_->trace = std::make_unique<trace::TraceObserver>(
-        opts.trace_path, clk, std::move(tasks), std::move(apicid), host_->topology().cpus());
+        opts.trace_path, clk, std::move(tasks), std::move(apicid), host_->topology().cpus(),
+        parse_kernel_version(p_.s("host.kernel")).value_or(std::vector<int>{}));
     add_observer(views_->trace.get());
   }
   if (!opts.perfetto_path.empty()) {

@@ -1,5 +1,7 @@
 #include "sim/trace/trace_observer.h"
 
+#include "sim/core/params.h"
+
 #include "sim/lapic/lapic_signals.h"
 #include "sim/sched/sched_signals.h"
 #include "sim/vmx/kvm_signals.h"
@@ -36,12 +38,15 @@ void TraceObserver::connect(SignalRegistry& signals) {
   kvm.kvm_entry.connect<&TraceObserver::on_vmentry>(this);
   kvm.kvm_msr_write.connect<&TraceObserver::on_msr_write>(this);
   kvm.kvm_hypercall.connect<&TraceObserver::on_hypercall>(this);
-  kvm.kvm_pv_tlb_flush.connect<&TraceObserver::on_pv_tlb_flush>(this);
+  // trace_kvm_pv_tlb_flush() came with record_steal_time()'s flush in v5.4 (b382f44e9850).
+  if (has_tracepoint({5, 4})) kvm.kvm_pv_tlb_flush.connect<&TraceObserver::on_pv_tlb_flush>(this);
   kvm.vcpu_block.connect<&TraceObserver::on_vcpu_block>(this);
   kvm.kvm_vcpu_wakeup.connect<&TraceObserver::on_vcpu_wakeup>(this);
   kvm.kvm_halt_poll_ns.connect<&TraceObserver::on_halt_poll_ns>(this);
   auto& lapic = signals.get<LapicSignals>();
-  lapic.kvm_hv_timer_state.connect<&TraceObserver::on_hv_timer_state>(this);
+  // kvm_hv_timer_state came with the VMX preemption timer for the LAPIC timer (v4.8).
+  if (has_tracepoint({4, 8}))
+    lapic.kvm_hv_timer_state.connect<&TraceObserver::on_hv_timer_state>(this);
   lapic.kvm_wait_lapic_expire.connect<&TraceObserver::on_wait_lapic_expire>(this);
   lapic.kvm_apic_accept_irq.connect<&TraceObserver::on_apic_accept_irq>(this);
   lapic.kvm_apic_accept_ipi.connect<&TraceObserver::on_apic_accept_ipi>(this);
@@ -52,9 +57,14 @@ void TraceObserver::connect(SignalRegistry& signals) {
   sched.sched_migrate_task.connect<&TraceObserver::on_sched_migrate>(this);
 }
 
+bool TraceObserver::has_tracepoint(const std::vector<int>& since) const {
+  return host_kernel_.empty() || compare_kernel_versions(host_kernel_, since) >= 0;
+}
+
 TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
-                             std::vector<int> vcpu_apicid, int cpus)
-    : buffer_(1 << 20),
+                             std::vector<int> vcpu_apicid, int cpus, std::vector<int> host_kernel)
+    : host_kernel_(std::move(host_kernel)),
+      buffer_(1 << 20),
       clock_(clock),
       tasks_(std::move(tasks)),
       apicid_(std::move(vcpu_apicid)),

@@ -32,8 +32,10 @@ namespace kvmsim::trace {
 class TraceObserver : public Observer {
  public:
   // tasks[vcpu]: the vCPU thread's comm and pid; cpus: pCPU count for the header.
+  // host_kernel: the host's version ({4, 16}); a tracepoint the kernel did not have yet
+  // is not written (empty: every tracepoint).
   TraceObserver(const std::string& path, TscClock clock, std::vector<TraceTask> tasks,
-                std::vector<int> vcpu_apicid, int cpus);
+                std::vector<int> vcpu_apicid, int cpus, std::vector<int> host_kernel = {});
   ~TraceObserver() override;
 
   void connect(SignalRegistry& signals) override;
@@ -68,6 +70,10 @@ class TraceObserver : public Observer {
   }
   [[nodiscard]] int cpu_of(int vcpu) const { return pcpu_[static_cast<std::size_t>(vcpu)]; }
 
+  // The host has the tracepoint that first appeared in `since` (or no version is known).
+  [[nodiscard]] bool has_tracepoint(const std::vector<int>& since) const;
+
+  std::vector<int> host_kernel_;
   std::vector<char> buffer_;
   std::ofstream out_;
   TscClock clock_;

@@ -401,9 +401,14 @@ TEST_CASE(
 
 TEST_CASE(
     "tracepoint kvm_pv_tlb_flush: one per record_steal_time, i.e. per vCPU sched-in "
-    "that reaches an entry, need_flush as the flushes (x86.c v5.4+)",
+    "that reaches an entry, need_flush as the flushes (x86.c v5.4+, none before)",
     "[cli][trace][tracepoint]") {
-  const Run run = traced_run("pvtlb", kPvspin);
+  // The scenario's v5.3 host predates the tracepoint: the flushes happen, no line is
+  // written. The same guest on a v5.4 host traces each record.
+  const Run old_host = traced_run("pvtlb-5.3", kPvspin);
+  CHECK(old_host.metric("vcpu.pv_tlb_flushes") > 0);
+  CHECK(old_host.count("kvm_pv_tlb_flush") == 0);
+  const Run run = traced_run("pvtlb", kPvspin + " --set host.kernel=5.4");
   CHECK(static_cast<double>(run.count_if<tr::KvmPvTlbFlush>([](const tr::KvmPvTlbFlush& f) {
           return f.need_flush_tlb;
         })) == run.metric("vcpu.pv_tlb_flushes"));
@@ -555,4 +560,16 @@ TEST_CASE(
   CHECK(elsewhere == 0);
   CHECK(ran > 0);
   CHECK(n > 0);
+}
+
+TEST_CASE(
+    "tracepoint kvm_hv_timer_state: not written on a host older than v4.8, which had no "
+    "preemption-timer path for the LAPIC timer nor its tracepoint",
+    "[cli][trace][tracepoint]") {
+  const std::string idle = "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=0.2";
+  const Run old_host = traced_run("hvstate-4.3", idle + " --set host.kernel=4.3");
+  CHECK(old_host.count("kvm_exit") > 0);
+  CHECK(old_host.count("kvm_hv_timer_state") == 0);
+  const Run new_host = traced_run("hvstate-4.8", idle + " --set host.kernel=4.8");
+  CHECK(new_host.count("kvm_hv_timer_state") > 0);
 }
