@@ -62,13 +62,13 @@ TEST_CASE(
   CHECK(m(r, "vcpu.pv_tlb_flush_requests") == m(r, "tlb.pv_targets"));
   CHECK(m(r, "vcpu.pv_tlb_flushes") > 0);
   CHECK(m(r, "vcpu.pv_tlb_flushes") <= m(r, "vcpu.pv_tlb_flush_requests"));
-  // kvm_pv_tlb_flush: one per record_steal_time(), need_flush_tlb true for
-  // each host flush.
+  // kvm_pv_tlb_flush arrived in v5.4: this v4.16 host flushes without tracing it
+  // (tracepoint_audit_test.cpp pins the count on a v5.4 host).
   const auto st = run_cli("trace-stats --json " + trace.string());
   REQUIRE(st.exit_code == 0);
   const auto j = nlohmann::json::parse(st.output);
-  CHECK(j.at("pv_tlb_flush").at("true").get<double>() == m(r, "vcpu.pv_tlb_flushes"));
-  CHECK(j.at("pv_tlb_flush").at("false").get<double>() > 0);
+  CHECK(j.at("pv_tlb_flush").at("true").get<double>() == 0);
+  CHECK(j.at("pv_tlb_flush").at("false").get<double>() == 0);
   // kvm_hypercall: one per KVM_HC_KICK_CPU of the guest's PV qspinlock.
   REQUIRE(m(r, "vcpu.pv_kicks") > 0);
   CHECK(j.at("events").at("kvm_hypercall").at("count").get<double>() == m(r, "vcpu.pv_kicks"));
