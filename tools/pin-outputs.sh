@@ -54,6 +54,7 @@ CASES=(
   "ebizzy_light|scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.3"
   "ebizzy_revert|scenarios/ebizzy_pvspinlock_revert.yaml --set sim.max_simulated_s=0.05"
   "ebizzy_multi_vm|scenarios/ebizzy_multi_vm.yaml --set sim.max_simulated_s=0.03"
+  "ebizzy_cloud_mixed|scenarios/ebizzy_cloud.yaml --set sim.max_simulated_s=0.05 --set fleet.ebizzy_vms=4"
 )
 
 rm -rf "$DIR"

@@ -57,6 +57,8 @@ const std::vector<Case> kCases = {
     {"ebizzy_light", "scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05"},
     {"ebizzy_revert", "scenarios/ebizzy_pvspinlock_revert.yaml --set sim.max_simulated_s=0.02"},
     {"ebizzy_multi_vm", "scenarios/ebizzy_multi_vm.yaml --set sim.max_simulated_s=0.01"},
+    {"ebizzy_cloud",
+     "scenarios/ebizzy_cloud.yaml --set sim.max_simulated_s=0.01 --set fleet.ebizzy_vms=4"},
     {"smp_call",
      "scenarios/ipi_pingpong.yaml --set workload.type=smp_call --set smp_call.calls=300"},
     {"partial", "scenarios/cyclictest_pinned.yaml --set sim.max_simulated_s=0.01 --allow-partial"},

@@ -69,4 +69,18 @@ Tsc Cyclictest::fn(GuestKernel& k, Tsc /*now*/) {
   return k.costs().hrtimer_wakeup(k.rng());
 }
 
+void report_cyclictest(const LatencyHistogram& h, bool nsecs, Metrics& m,
+                       const std::string& prefix) {
+  m[prefix + "loops"] = static_cast<double>(h.samples());
+  // -N: the histogram holds ns (see cyclictest.h); avg is the exact mean,
+  // which cyclictest prints truncated to a whole ns (or us).
+  const std::string unit = nsecs ? "_ns" : "_us";
+  m[prefix + "min" + unit] = static_cast<double>(h.min_us());
+  m[prefix + "avg" + unit] = h.avg_us();
+  m[prefix + "max" + unit] = static_cast<double>(h.max_us());
+  m[prefix + "p50" + unit] = h.percentile_us(50);
+  m[prefix + "p99" + unit] = h.percentile_us(99);
+  m[prefix + "overflows"] = static_cast<double>(h.overflows());
+}
+
 }  // namespace kvmsim

@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "sim/core/histogram.h"
+#include "sim/core/metrics.h"
 #include "sim/core/model_signals.h"
 #include "sim/guest/kernel/guest_kernel.h"
 
@@ -54,5 +56,10 @@ class Cyclictest : public GuestTask, public GuestHrtimer {
   ModelSignals* signals_ = nullptr;  // looked up at the first step
   ModelSignals& signals(GuestKernel& k);
 };
+
+// cyclictest's Min/Avg/Max, p50/p99 and the overflows of `h` as <prefix>loops,
+// <prefix>min_us ... (<prefix>min_ns ... with -N, where the histogram holds ns).
+void report_cyclictest(const LatencyHistogram& h, bool nsecs, Metrics& m,
+                       const std::string& prefix);
 
 }  // namespace kvmsim

@@ -33,26 +33,8 @@ class CyclictestWorkload : public Workload {
   [[nodiscard]] int measuring_vcpu() const override { return vcpu_; }
 
   void report(Metrics& m, const TscClock& /*clk*/) const override {
-    const auto& h = task_->histogram();
-    m["cyclictest.loops"] = static_cast<double>(h.samples());
-    if (cfg_.nsecs) {
-      // -N: the histogram holds ns (see cyclictest.h); avg_ns is the exact
-      // mean, which cyclictest prints truncated to a whole ns.
-      m["cyclictest.min_ns"] = static_cast<double>(h.min_us());
-      m["cyclictest.avg_ns"] = h.avg_us();
-      m["cyclictest.max_ns"] = static_cast<double>(h.max_us());
-      m["cyclictest.p50_ns"] = h.percentile_us(50);
-      m["cyclictest.p99_ns"] = h.percentile_us(99);
-      m["cyclictest.overflows"] = static_cast<double>(h.overflows());
-      return;
-    }
-    m["cyclictest.min_us"] = static_cast<double>(h.min_us());
-    m["cyclictest.avg_us"] = h.avg_us();
-    m["cyclictest.max_us"] = static_cast<double>(h.max_us());
-    m["cyclictest.p50_us"] = h.percentile_us(50);
-    m["cyclictest.p99_us"] = h.percentile_us(99);
-    report_guest_idle(guests_, m);
-    m["cyclictest.overflows"] = static_cast<double>(h.overflows());
+    report_cyclictest(task_->histogram(), cfg_.nsecs, m, "cyclictest.");
+    if (!cfg_.nsecs) report_guest_idle(guests_, m);
   }
 
  private:

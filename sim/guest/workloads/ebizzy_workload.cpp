@@ -44,9 +44,8 @@
 #include "sim/guest/kernel/rwsem.h"
 #include "sim/guest/kernel/spinlock.h"
 #include "sim/guest/kernel/tlb_flush.h"
-#include "sim/guest/workloads/workload.h"
+#include "sim/guest/workloads/linux_workload.h"
 #include "sim/system.h"
-#include "sim/vmx/vm.h"
 
 namespace kvmsim {
 namespace {
@@ -297,7 +296,7 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
   RwsemWaiter w_;
 };
 
-class EbizzyWorkload : public Workload {
+class EbizzyWorkload : public LinuxWorkload {
  public:
   explicit EbizzyWorkload(const ParamSet& p)
       : threads_(static_cast<int>(p.i("ebizzy.threads"))),
@@ -308,7 +307,7 @@ class EbizzyWorkload : public Workload {
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
-  void build(System& sys) override {
+  void build_on(System& sys, std::vector<std::unique_ptr<GuestKernel>> guests) override {
     const auto& clk = sys.ctx().clock;
     const ParamSet& p = sys.params();
     const auto S = [&](const char* key) { return p.dist(key).bind(clk); };
@@ -316,10 +315,10 @@ class EbizzyWorkload : public Workload {
     tc.flush_local = S("cost.guest.flush_tlb_local");
     tc.flush_func = S("cost.guest.flush_tlb_func");
     tc.pv_check = S("cost.guest.pv_flush_tlb_check");
-    guests_ = boot_linux_guests(sys);
-    std::size_t g = 0;
-    for (const auto& vm : sys.vms()) {
-      const int vcpus = static_cast<int>(vm->vcpus().size());
+    guests_ = std::move(guests);
+    const int vcpus = sys.vcpus_per_vm();
+    // One ebizzy process per VM: guests_ holds the VMs' kernels VM-major.
+    for (std::size_t g = 0; g < guests_.size(); g += static_cast<std::size_t>(vcpus)) {
       // read_options(): threads = 2 * sysconf(_SC_NPROCESSORS_ONLN).
       const int n = threads_ ? threads_ : 2 * vcpus;
       GuestSmp& smp = *guests_.at(g)->smp();
@@ -343,7 +342,6 @@ class EbizzyWorkload : public Workload {
             locks_.back().get(), sections_, S("cost.ebizzy.lock_hold")));
         guests_.at(g + static_cast<std::size_t>(cpu))->add_task(threads_list_.back().get());
       }
-      g += static_cast<std::size_t>(vcpus);
     }
   }
 
@@ -414,13 +412,17 @@ class EbizzyWorkload : public Workload {
 
 }  // namespace
 
+std::unique_ptr<LinuxWorkload> make_ebizzy_workload(const ParamSet& p) {
+  return std::make_unique<EbizzyWorkload>(p);
+}
+
 KVMSIM_REGISTER_WORKLOAD(
     ebizzy,
     "ebizzy -M (or -m, ebizzy.alloc) in every VM: threads that allocate, touch, copy and free "
     "chunks, each free a remote TLB flush to the other vCPUs running the process (native or "
     "guest.pv_tlb_flush) under mmap_sem; "
     "runs for sim.max_simulated_s",
-    declare_ebizzy_params, [](const ParamSet& p) { return std::make_unique<EbizzyWorkload>(p); })
+    declare_ebizzy_params, make_ebizzy_workload)
 
 }  // namespace kvmsim
 
