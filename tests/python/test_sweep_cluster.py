@@ -190,6 +190,27 @@ def test_an_unreachable_scheduler_is_a_quick_error_naming_it(kvmsim_binary):
     assert took < 20, took
 
 
+def test_a_cluster_without_workers_warns_and_a_requested_stop_ends_the_wait(monkeypatch):
+    """No silent wait: a scheduler without workers gives a KvmsimWarning (after 30 s; 0.5 s
+    here), and request_stop (the CLI's signal handler) ends the sweep with Stopped."""
+    from distributed import Client, LocalCluster
+
+    from kvmsim import _sweep
+
+    monkeypatch.setattr(_sweep, "_NO_WORKER_WARN_S", 0.5)
+    monkeypatch.setattr(_sweep, "_stop_signal", None)  # and back to None afterwards
+    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                      dashboard_address=":0") as lc, Client(lc) as cl:
+        timer = threading.Timer(4.0, _sweep.request_stop, (signal.SIGTERM,))
+        timer.start()
+        try:
+            with pytest.warns(kvmsim.KvmsimWarning, match="has had no worker for 0 s; 2 runs"), \
+                    pytest.raises(_sweep.Stopped):
+                kvmsim.sweep(T1, grid={"cyclictest.loops": [1000, 2000]}, client=cl)
+        finally:
+            timer.cancel()
+
+
 def _kvmsim_runs(pid):
     """{pid: seed} of the `kvmsim run` children under process ``pid``."""
     runs = {}
