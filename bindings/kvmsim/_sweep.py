@@ -225,7 +225,45 @@ def cluster_point(files, main, root, point, seed, base_set=None, binary=None, ti
     for k in ("error", "warnings"):
         if row.get(k):
             row[k] = row[k].replace(top + os.sep, root.rstrip(os.sep) + os.sep)
+    try:  # which CLI ran it, for the submitting side to compare with its own
+        exe = find_binary(binary if binary is not None and os.path.isfile(binary) else None)
+        row[_CLI] = (exe, cli_version(exe))
+    except OSError:
+        pass  # no CLI: the row says so already
     return row
+
+
+# A cluster row's private key: (path, version line) of the worker's CLI; popped before
+# the row is handed on.
+_CLI = "_kvmsim_cli"
+_versions = {}
+
+
+def cli_version(exe):
+    """The first line ``exe --version`` prints (``kvmsim 0.1.0``), cached per path and
+    modification time; ``""`` if it cannot say."""
+    import subprocess
+
+    try:
+        key = (exe, os.stat(exe).st_mtime_ns)
+    except OSError:
+        return ""
+    if key not in _versions:
+        try:
+            p = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                               errors="replace", timeout=30, stdin=subprocess.DEVNULL)
+            _versions[key] = (p.stdout.strip().splitlines() or [""])[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            _versions[key] = ""
+    return _versions[key]
+
+
+def _local_cli_version(binary):
+    """The version line of the CLI this machine would use, or None without one."""
+    try:
+        return cli_version(find_binary(binary))
+    except OSError:
+        return None
 
 
 def _stop_on_worker(sweep_id):
@@ -266,6 +304,8 @@ def _run_on_cluster(client, scenario, tasks, todo, base_set, binary, timeout, fi
 
     root, main, files = scenario_files(scenario)
     sweep_id = uuid.uuid4().hex
+    local_version = _local_cli_version(binary)
+    told = set()
     # Each finished future is handed over through a queue, which the loop polls, so a
     # requested stop (request_stop) is seen within _POLL_S, as in the local sweep.
     done = queue.SimpleQueue()
@@ -321,6 +361,13 @@ def _run_on_cluster(client, scenario, tasks, todo, base_set, binary, timeout, fi
                     if err is None:
                         raise
                     raise err from None
+                cli = row.pop(_CLI, None)
+                if cli and local_version and cli[1] != local_version and cli not in told:
+                    told.add(cli)  # the rows come from another version of the model
+                    warnings.warn(f"kvmsim sweep: a Dask worker ran {cli[0]}, which says "
+                                  f"'{cli[1] or '(no version)'}'; this machine's CLI says "
+                                  f"'{local_version}': give every worker the same build",
+                                  KvmsimWarning, stacklevel=3)
                 # max: an event log shorter than the sweep (events-log-length) lost some
                 row = _with_attempts(row, max(1, counts.get(i, 0)))
                 left -= 1
@@ -511,11 +558,13 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
             :class:`KvmsimError` saying so) and the CLI, which each finds as
             :func:`find_binary` does there (``binary`` if that path exists on it,
             ``KVMSIM_BINARY``, the build its package sits in, ``PATH``; a worker without
-            one gives rows with status ``"error"``). A run whose worker is lost is
-            started again by the scheduler (up to its
+            one gives rows with status ``"error"``; one whose CLI prints another
+            ``--version`` than this machine's gives a :class:`KvmsimWarning`). A run
+            whose worker is lost is started again by the scheduler (up to its
             ``distributed.scheduler.allowed-failures``, default 3, then the row says
             ``"error"``); ``attempts`` counts the starts. Ctrl-C cancels the queued
-            runs and kills the running ones on the workers.
+            runs and kills the running ones on the workers; a cluster without a
+            worker for 30 s gives a :class:`KvmsimWarning`.
         progress: a tqdm bar on stderr (``None``: when there are 8 runs or more and
             tqdm is installed).
         timeout: seconds per run (its row then says ``"timeout"``).

@@ -157,6 +157,16 @@ def test_cluster_sweep_gives_the_local_sweeps_rows_and_attempts_1(client, tmp_pa
         assert same_metrics(_metrics(a), _metrics(b))
 
 
+def test_a_worker_cli_of_another_version_is_a_warning(client, monkeypatch):
+    from kvmsim import _sweep
+
+    monkeypatch.setattr(_sweep, "_local_cli_version", lambda binary: "kvmsim 0.0.0")
+    with pytest.warns(kvmsim.KvmsimWarning, match=r"says 'kvmsim \d.*'; this machine's CLI "
+                      r"says 'kvmsim 0.0.0': give every worker the same build"):
+        df = kvmsim.sweep(T1, grid={"cyclictest.loops": [1000]}, client=client)
+    assert list(df["status"]) == ["ok"] and _sweep._CLI not in df.columns
+
+
 def test_cli_sweep_on_a_scheduler_writes_the_local_rows(cluster, tmp_path, kvmsim_binary):
     out = tmp_path / "results.csv"
     env = {k: v for k, v in os.environ.items() if k != "KVMSIM_BINARY"}
