@@ -167,7 +167,8 @@ def test_a_worker_cli_of_another_version_is_a_warning(client, monkeypatch):
     assert list(df["status"]) == ["ok"] and _sweep._CLI not in df.columns
 
 
-def test_cli_sweep_on_a_scheduler_writes_the_local_rows(cluster, tmp_path, kvmsim_binary):
+def test_cli_sweep_on_a_scheduler_writes_the_local_rows(cluster, client, tmp_path,
+                                                         kvmsim_binary):
     out = tmp_path / "results.csv"
     env = {k: v for k, v in os.environ.items() if k != "KVMSIM_BINARY"}
     p = subprocess.run([kvmsim_binary, "sweep", SWEEP_T1, "--scheduler", cluster.address,
@@ -181,6 +182,15 @@ def test_cli_sweep_on_a_scheduler_writes_the_local_rows(cluster, tmp_path, kvmsi
     local = kvmsim.sweep(SWEEP_T1, workers=2)
     for (_, a), (_, b) in zip(local.iterrows(), df.iterrows()):
         assert same_metrics(_metrics(a), _metrics(b))
+    # --resume: every row is there with status ok, nothing runs; attempts stay ints.
+    p = subprocess.run([kvmsim_binary, "sweep", SWEEP_T1, "--scheduler", cluster.address,
+                        "--out", str(out), "--resume", "-q"], capture_output=True, text=True,
+                       timeout=180, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    again = pd.read_csv(out, float_precision="round_trip")
+    assert list(again.columns) == list(df.columns) and list(again["attempts"]) == [1] * 8
+    pd.testing.assert_frame_equal(again.drop(columns="sim.wall_s"),
+                                  df.drop(columns="sim.wall_s"))
     p = subprocess.run([kvmsim_binary, "sweep", SWEEP_T1, "--scheduler", cluster.address,
                         "-j", "2"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "-j and --scheduler" in p.stderr
