@@ -1,12 +1,14 @@
 """python3 -m kvmsim sweep|plot ... (the CLI's `kvmsim sweep` and `kvmsim plot` run this).
 
-  kvmsim sweep SCENARIO [-j N] [--out results.csv [--resume]] [--grid key=v1,v2]...
-               [--seeds 1,2,3] [--set key=value]... [--timeout S]
-      runs the scenario's `sweep:` section (or --grid), one child run per point;
+  kvmsim sweep SCENARIO [-j N | --scheduler tcp://HOST:PORT] [--out results.csv [--resume]]
+               [--grid key=v1,v2]... [--seeds 1,2,3] [--set key=value]... [--timeout S]
+      runs the scenario's `sweep:` section (or --grid), one child run per point,
+      locally (-j) or on the workers of a Dask scheduler (--scheduler);
       a progress line on stderr, one CSV row per run (--out: appended as each run
       finishes; --resume skips the points the file has with status ok). Exit 1 if
-      any point failed, 2 on bad input (before any run), 128+N on signal N (SIGINT,
-      SIGTERM, SIGHUP: the running children are killed, temporary files removed).
+      any point failed, 2 on bad input or an unreachable --scheduler (before any run),
+      128+N on signal N (SIGINT, SIGTERM, SIGHUP: the running children are killed,
+      temporary files removed).
   kvmsim plot DIR [--png FILE] [--published t1]
       histogram.txt of a run's --out folder (log counts) and its latency breakdown
       (per-stage cycles for vmexit tests).
@@ -105,11 +107,38 @@ def _key_values(items, what):
     return out
 
 
+class SchedulerError(Exception):
+    """--scheduler: no Dask scheduler answers at that address (exit 2, before any run)."""
+
+
+def _connect(address, timeout):
+    """A dask.distributed Client of the scheduler at ``address``, or SchedulerError within
+    about ``timeout`` seconds."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SchedulerError("--scheduler needs dask.distributed on this machine (Debian: "
+                             "apt-get install python3-distributed)") from None
+    try:
+        client = Client(address, timeout=timeout)
+    except Exception as e:  # noqa: BLE001  (OSError on a time-out, ValueError on a bad address)
+        msg = " ".join(str(e).split()) or type(e).__name__
+        raise SchedulerError(f"--scheduler {address}: no Dask scheduler answered within "
+                             f"{timeout:g} s ({msg})") from None
+    n = len(client.scheduler_info().get("workers", {}))
+    print(f"kvmsim sweep: Dask scheduler {address}, {n} worker{'s' * (n != 1)}"
+          + ("" if n else " yet (the runs wait for dask-worker)"), file=sys.stderr)
+    return client
+
+
 def cmd_sweep(a):
     import kvmsim
 
     if a.resume and not a.out:
         raise kvmsim.ScenarioError("--resume needs --out FILE.csv (the interrupted sweep's)")
+    if a.scheduler is not None and a.jobs is not None:
+        raise kvmsim.ScenarioError("-j and --scheduler: -j sets local runs at once; on a "
+                                   "Dask cluster each worker's --nthreads does")
     base_set = _key_values(a.set, "--set")
     kvmsim.resolve(a.scenario, base_set)  # a bad file or --set first, as itself
     grid = None
@@ -121,10 +150,18 @@ def cmd_sweep(a):
         seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else None
     except ValueError:
         raise kvmsim.ScenarioError(f"--seeds {a.seeds}: expected integers, comma-separated")
-    df = kvmsim.sweep(a.scenario, grid=grid, seeds=seeds, set=base_set, workers=a.jobs,
-                      progress=not a.quiet, timeout=a.timeout, out=a.out, resume=a.resume)
+    if a.scheduler is None:
+        df = kvmsim.sweep(a.scenario, grid=grid, seeds=seeds, set=base_set, workers=a.jobs,
+                          progress=not a.quiet, timeout=a.timeout, out=a.out, resume=a.resume)
+    else:
+        with _connect(a.scheduler, a.connect_timeout) as client:
+            df = kvmsim.sweep(a.scenario, grid=grid, seeds=seeds, set=base_set, client=client,
+                              progress=not a.quiet, timeout=a.timeout, out=a.out,
+                              resume=a.resume)
     failed = df[df["status"] != "ok"]
+    rerun = int((df["attempts"] > 1).sum()) if "attempts" in df.columns else 0
     print(f"kvmsim sweep: {len(df)} runs, {len(df) - len(failed)} ok, {len(failed)} failed"
+          + (f", {rerun} run again after a lost Dask worker (column attempts)" if rerun else "")
           + (f" -> {a.out}" if a.out else ""), file=sys.stderr)
     for _, row in failed.iterrows():
         print(f"  seed {row['seed']}: {row['status']}: {row['error']}", file=sys.stderr)
@@ -193,10 +230,20 @@ def main(argv=None):
     s = sub.add_parser("sweep", help="run a scenario's sweep: section, one child run per point",
                        epilog="Exit code: 0 every row ok, 1 a row failed, 2 bad input (an "
                        "unknown key or a bad --grid value: one line on stderr, before any "
-                       "run), 128+N on signal N (SIGINT, SIGTERM, SIGHUP: the running "
-                       "children are killed, temporary files removed; --resume continues).")
+                       "run) or no scheduler at --scheduler, 128+N on signal N (SIGINT, "
+                       "SIGTERM, SIGHUP: the running children are killed, temporary files "
+                       "removed; --resume continues). With --scheduler each worker needs "
+                       "the kvmsim package and CLI (found as KVMSIM_BINARY, the build of "
+                       "its package, or PATH), not the scenario files: each task carries "
+                       "them; a run whose worker is lost runs again (column attempts).")
     s.add_argument("scenario")
-    s.add_argument("-j", "--jobs", type=int, default=None, help="runs at once (default: cores)")
+    s.add_argument("-j", "--jobs", type=int, default=None,
+                   help="local runs at once (default: cores; not with --scheduler)")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the workers of the Dask scheduler at ADDRESS "
+                   "(tcp://HOST:8786) instead of local child processes")
+    s.add_argument("--connect-timeout", type=float, default=20.0, metavar="S",
+                   help="with --scheduler: seconds to wait for it to answer (default: 20)")
     s.add_argument("--out", help="CSV file, one row per run, appended as each run finishes "
                    "and rewritten in grid order at the end (default: stdout)")
     s.add_argument("--resume", action="store_true",
@@ -229,10 +276,13 @@ def main(argv=None):
 
     try:
         return cmd_sweep(a) if a.cmd == "sweep" else cmd_plot(a)
-    except (kvmsim.ScenarioError, FileNotFoundError, ValueError) as e:
+    except (kvmsim.ScenarioError, FileNotFoundError, ValueError, SchedulerError) as e:
         for line in str(e).splitlines() or [""]:  # as the C++ CLI: one prefix per line
             print(f"kvmsim: error: {line}", file=sys.stderr)
         return 2
+    except kvmsim.KvmsimError as e:  # a Dask worker without the package
+        print(f"kvmsim: error: {e}", file=sys.stderr)
+        return 1
     except OSError as e:  # writing --out: a full disk, a read-only folder
         print(f"kvmsim: error: {e}", file=sys.stderr)
         return 1

@@ -2,14 +2,17 @@
 
 Locally the runs go to a thread pool (each thread waits on its own child
 process, so ``workers`` children run at once); with a ``dask.distributed``
-``Client`` they go to the cluster's workers. A failing point is reported in
-its row (``status``, ``error``) while the others finish.
+``Client`` they go to the cluster's workers, each task carrying the scenario's
+text (and its includes') so that no worker needs the files. A failing point is
+reported in its row (``status``, ``error``) while the others finish.
 """
 import csv
 import itertools
 import os
 import queue
 import sys
+import time
+import uuid
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -138,6 +141,246 @@ def run_point(scenario, point, seed, base_set=None, binary=None, timeout=None, _
     return row
 
 
+def scenario_files(scenario):
+    """The scenario file and every file it includes (transitively), as a cluster task
+    carries them: ``(root, main, {relative path: bytes})``, paths relative to ``root``,
+    the deepest folder holding them all (``include:`` paths are relative to the
+    including file, as the CLI's loader takes them; ``..`` included).
+
+    Raises:
+        ScenarioError: a file cannot be read.
+    """
+    import yaml
+
+    main = os.path.normpath(os.path.abspath(os.fspath(scenario)))
+    texts, todo = {}, [main]
+    while todo:
+        path = todo.pop()
+        if path in texts:
+            continue  # included twice (a cycle is the loader's error, checked before)
+        try:
+            with open(path, "rb") as f:
+                texts[path] = f.read()
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read file ({e.strerror})") from None
+        try:
+            doc = yaml.safe_load(texts[path])
+        except yaml.YAMLError:
+            continue  # the loader says what is wrong (resolve() runs first)
+        inc = doc.get("include") if isinstance(doc, dict) else None
+        for item in inc if isinstance(inc, list) else [inc]:
+            if isinstance(item, str) and item:
+                todo.append(os.path.normpath(os.path.join(os.path.dirname(path), item)))
+    root = os.path.commonpath([os.path.dirname(p) for p in texts])
+    return root, os.path.relpath(main, root), {os.path.relpath(p, root): t
+                                               for p, t in texts.items()}
+
+
+# On a Dask worker: the children of each sweep's tasks, by sweep id, so that a stopped
+# sweep can kill its running runs there (_stop_on_worker) instead of letting them finish.
+_worker_groups = {}
+
+
+def _topic(sweep_id):
+    return f"kvmsim-sweep-{sweep_id}"
+
+
+def cluster_point(files, main, root, point, seed, base_set=None, binary=None, timeout=None,
+                  sweep_id=None, index=None):
+    """One sweep row on a Dask worker: :func:`run_point` on the scenario files the task
+    carries (see :func:`scenario_files`), written into a temporary folder of the worker.
+
+    Each start is logged on the scheduler (topic ``kvmsim-sweep-<sweep_id>``): the
+    submitting side counts them into the row's ``attempts`` (a run the scheduler started
+    again because its worker was lost). Paths in the row's messages name ``root`` (the
+    submitting machine's folder), not the temporary one."""
+    if sweep_id is not None:
+        try:
+            from distributed import get_worker
+
+            w = get_worker()
+            w.log_event(_topic(sweep_id), {"i": index, "worker": w.address})
+        except (ImportError, ValueError):
+            pass  # not on a worker (called directly)
+    group = _worker_groups.setdefault(sweep_id, ChildGroup()) if sweep_id else None
+    row = {**point, "seed": seed, "status": "error", "error": "", "warnings": ""}
+    try:
+        area = TempArea("kvmsim-sweep-")  # removed even if the worker is SIGKILL'd
+    except OSError as e:
+        row["error"] = f"cannot make a temporary folder on the Dask worker: {e}"
+        return row
+    try:
+        top = os.path.join(area.path, "scenario")
+        for rel, data in files.items():
+            path = os.path.join(top, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        row = run_point(os.path.join(top, main), point, seed, base_set, binary, timeout,
+                        group, area)
+    except OSError as e:
+        row["error"] = f"cannot write the scenario files on the Dask worker: {e}"
+    finally:
+        area.cleanup()
+    for k in ("error", "warnings"):
+        if row.get(k):
+            row[k] = row[k].replace(top + os.sep, root.rstrip(os.sep) + os.sep)
+    try:  # which CLI ran it, for the submitting side to compare with its own
+        exe = find_binary(binary if binary is not None and os.path.isfile(binary) else None)
+        row[_CLI] = (exe, cli_version(exe))
+    except OSError:
+        pass  # no CLI: the row says so already
+    return row
+
+
+# A cluster row's private key: (path, version line) of the worker's CLI; popped before
+# the row is handed on.
+_CLI = "_kvmsim_cli"
+_versions = {}
+
+
+def cli_version(exe):
+    """The first line ``exe --version`` prints (``kvmsim 0.1.0``), cached per path and
+    modification time; ``""`` if it cannot say."""
+    import subprocess
+
+    try:
+        key = (exe, os.stat(exe).st_mtime_ns)
+    except OSError:
+        return ""
+    if key not in _versions:
+        try:
+            p = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                               errors="replace", timeout=30, stdin=subprocess.DEVNULL)
+            _versions[key] = (p.stdout.strip().splitlines() or [""])[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            _versions[key] = ""
+    return _versions[key]
+
+
+def _local_cli_version(binary):
+    """The version line of the CLI this machine would use, or None without one."""
+    try:
+        return cli_version(find_binary(binary))
+    except OSError:
+        return None
+
+
+def _stop_on_worker(sweep_id):
+    """On each worker when a cluster sweep stops: kill the sweep's running children there
+    (and any it starts later: the group stays stopped)."""
+    _worker_groups.setdefault(sweep_id, ChildGroup()).kill_all()
+    return True
+
+
+def _attempts(client, sweep_id):
+    """{task index: starts the scheduler heard of} for a cluster sweep."""
+    counts = {}
+    for _, msg in client.get_events(_topic(sweep_id)):
+        if isinstance(msg, dict) and "i" in msg:
+            counts[msg["i"]] = counts.get(msg["i"], 0) + 1
+    return counts
+
+
+def _with_attempts(row, n):
+    """``row`` with its ``attempts`` column right after ``warnings``."""
+    out = {}
+    for k, v in row.items():
+        if k != _ATTEMPTS:
+            out[k] = v
+        if k == "warnings":
+            out[_ATTEMPTS] = n
+    return out
+
+
+# A cluster sweep with no worker for this long says so (a warning), rather than wait silently.
+_NO_WORKER_WARN_S = 30.0
+
+
+def _run_on_cluster(client, scenario, tasks, todo, base_set, binary, timeout, finished):
+    """The cluster half of sweep(): every point of ``todo`` as a task, each finished row
+    handed to ``finished(i, row)`` with its ``attempts``."""
+    from distributed import KilledWorker
+
+    root, main, files = scenario_files(scenario)
+    sweep_id = uuid.uuid4().hex
+    local_version = _local_cli_version(binary)
+    told = set()
+    # Each finished future is handed over through a queue, which the loop polls, so a
+    # requested stop (request_stop) is seen within _POLL_S, as in the local sweep.
+    done = queue.SimpleQueue()
+    futures = {}
+    try:
+        for i in todo:
+            _check_stop()
+            fut = client.submit(cluster_point, files, main, root, tasks[i][0], tasks[i][1],
+                                base_set, binary, timeout, sweep_id, i, pure=False)
+            futures[fut] = i
+            fut.add_done_callback(done.put)
+        left = len(futures)
+        no_worker_since, warned, next_check = None, False, 0.0
+        while left:
+            batch = []
+            while not batch:
+                _check_stop()
+                try:
+                    batch.append(done.get(timeout=_POLL_S))
+                except queue.Empty:
+                    now = time.monotonic()
+                    if not warned and now >= next_check:
+                        next_check = now + 1.0
+                        if client.scheduler_info().get("workers"):
+                            no_worker_since = None
+                        elif no_worker_since is None:
+                            no_worker_since = now
+                        elif now - no_worker_since >= _NO_WORKER_WARN_S:
+                            warned = True
+                            warnings.warn(
+                                f"kvmsim sweep: the Dask scheduler {client.scheduler.address} "
+                                f"has had no worker for {_NO_WORKER_WARN_S:.0f} s; {left} "
+                                "runs wait (start dask-worker on a machine, or stop with "
+                                "Ctrl-C: --resume continues)", KvmsimWarning, stacklevel=3)
+            while True:  # every future finished by now: one look at the event log for all
+                try:
+                    batch.append(done.get_nowait())
+                except queue.Empty:
+                    break
+            counts = _attempts(client, sweep_id)
+            for fut in batch:
+                i = futures[fut]
+                try:
+                    row = fut.result()
+                except KilledWorker as e:
+                    # The scheduler gave up: the point's workers died more than
+                    # distributed.scheduler.allowed-failures times (it may kill them itself).
+                    row = {**tasks[i][0], "seed": tasks[i][1], "status": "error",
+                           "error": f"Dask gave up on this run: {e} (the scheduler's "
+                           "distributed.scheduler.allowed-failures)", "warnings": ""}
+                except ImportError as e:
+                    err = worker_error(e, binary)
+                    if err is None:
+                        raise
+                    raise err from None
+                cli = row.pop(_CLI, None)
+                if cli and local_version and cli[1] != local_version and cli not in told:
+                    told.add(cli)  # the rows come from another version of the model
+                    warnings.warn(f"kvmsim sweep: a Dask worker ran {cli[0]}, which says "
+                                  f"'{cli[1] or '(no version)'}'; this machine's CLI says "
+                                  f"'{local_version}': give every worker the same build",
+                                  KvmsimWarning, stacklevel=3)
+                # max: an event log shorter than the sweep (events-log-length) lost some
+                row = _with_attempts(row, max(1, counts.get(i, 0)))
+                left -= 1
+                finished(i, row)
+    except BaseException:
+        client.cancel(list(futures))
+        try:  # the runs in progress on the workers die too (bounded: a stop must not hang)
+            client.run(_stop_on_worker, sweep_id, on_error="ignore", callback_timeout=10)
+        except Exception:  # noqa: BLE001  (the stop goes on; the runs end on their own)
+            pass
+        raise
+
+
 def _progress(total, enabled):
     if enabled is False or (enabled is None and total < 8):
         return None
@@ -149,6 +392,8 @@ def _progress(total, enabled):
 
 
 _FIXED = ("seed", "status", "error", "warnings")
+# Cluster sweeps only (after "warnings"): how many times the scheduler started the run.
+_ATTEMPTS = "attempts"
 
 
 def check_grid(grid, where="grid"):
@@ -217,8 +462,9 @@ class _Journal:
     def rewrite(self, rows):
         self.rows = list(rows)
         metrics = sorted({k for r in self.rows for k in r
-                          if k not in self.keys and k not in _FIXED})
-        self.columns = self.keys + list(_FIXED) + metrics
+                          if k not in self.keys and k not in _FIXED and k != _ATTEMPTS})
+        attempts = [_ATTEMPTS] if any(_ATTEMPTS in r for r in self.rows) else []
+        self.columns = self.keys + list(_FIXED) + attempts + metrics
         _write_atomic(_frame(self.rows, self.columns), self.path)
 
     def add(self, row):
@@ -253,8 +499,10 @@ def _resumed(path, keys, tasks):
                 point = tasks[i][0]
                 row = {**point, "seed": seed, "status": "ok", "error": rec.get("error") or "",
                        "warnings": rec.get("warnings") or ""}
+                if rec.get(_ATTEMPTS) not in ("", None):
+                    row[_ATTEMPTS] = int(float(rec[_ATTEMPTS]))
                 for c in sorted(c for c in rec if c is not None and c not in point
-                                and c not in _FIXED):
+                                and c not in _FIXED and c != _ATTEMPTS):
                     if rec[c] not in ("", None):
                         row[c] = float(rec[c])
             except (TypeError, ValueError):
@@ -303,10 +551,20 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         seeds: list of seeds (default: ``[1]``).
         set: overrides applied to every point.
         workers: local child processes at once (default: ``os.cpu_count()``).
-        client: a ``dask.distributed.Client``: run on its workers instead (they need
-            the package, on their ``PYTHONPATH`` or installed, and the CLI at the same
-            path or ``KVMSIM_BINARY``; a worker without the package raises
-            :class:`KvmsimError` saying so).
+        client: a ``dask.distributed.Client``: run on its workers instead. Each task
+            carries the text of the scenario file and of every file it includes, so the
+            workers need no shared folder; they need the package (on their
+            ``PYTHONPATH`` or installed; a worker without it raises
+            :class:`KvmsimError` saying so) and the CLI, which each finds as
+            :func:`find_binary` does there (``binary`` if that path exists on it,
+            ``KVMSIM_BINARY``, the build its package sits in, ``PATH``; a worker without
+            one gives rows with status ``"error"``; one whose CLI prints another
+            ``--version`` than this machine's gives a :class:`KvmsimWarning`). A run
+            whose worker is lost is started again by the scheduler (up to its
+            ``distributed.scheduler.allowed-failures``, default 3, then the row says
+            ``"error"``); ``attempts`` counts the starts. Ctrl-C cancels the queued
+            runs and kills the running ones on the workers; a cluster without a
+            worker for 30 s gives a :class:`KvmsimWarning`.
         progress: a tqdm bar on stderr (``None``: when there are 8 runs or more and
             tqdm is installed).
         timeout: seconds per run (its row then says ``"timeout"``).
@@ -323,7 +581,10 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
         the completion order. Columns: the grid keys, ``seed``, ``status`` (``"ok"``,
         ``"bad input"``, ``"crash"``, ``"timeout"``, ``"error"``), ``error`` (the
         message), ``warnings`` (the run's warnings, ``" | "``-separated: a setting
-        that could not act, a result one artefact dominates), then every metric.
+        that could not act, a result one artefact dominates), with ``client`` only
+        ``attempts`` (how many times the scheduler started the run: 1, or more when a
+        worker was lost while running it; the same seed gives the same metrics), then
+        every metric.
 
     Raises:
         ScenarioError: the scenario file, ``set``, a grid key or an integer key's
@@ -344,7 +605,9 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
     # The scenario and the common overrides are checked once, in-process: a bad file
     # fails the sweep (ScenarioError); a bad point only fails its row.
     resolve(scenario, set)
-    exe = find_binary(binary)
+    # A cluster's workers find their own CLI (run_point) unless one is given; this
+    # machine needs one only for local runs.
+    exe = find_binary(binary) if client is None else binary
     tasks = [(p, s) for p in grid_points(grid) for s in seeds]
     rows = [None] * len(tasks)
     journal = None
@@ -368,25 +631,8 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
             bar.update()
 
     try:
-        if client is not None:
-            from distributed import as_completed
-
-            futures = [client.submit(run_point, scenario, tasks[i][0], tasks[i][1], set, exe,
-                                     timeout, pure=False) for i in todo]
-            index = {f.key: i for f, i in zip(futures, todo)}
-            try:
-                for fut in as_completed(futures):
-                    try:
-                        row = fut.result()
-                    except ImportError as e:
-                        err = worker_error(e, exe)
-                        if err is None:
-                            raise
-                        raise err from None
-                    finished(index[fut.key], row)
-            except BaseException:
-                client.cancel(futures)
-                raise
+        if client is not None and todo:
+            _run_on_cluster(client, scenario, tasks, todo, set, exe, timeout, finished)
         elif todo:
             n = max(1, int(workers or os.cpu_count() or 1))
             group = ChildGroup()

@@ -53,7 +53,8 @@ Command add_python_command(CLI::App& app, const std::string& name, const std::st
 std::vector<Command> add_python_commands(CLI::App& app) {
   return {add_python_command(app, "sweep",
                              "Run a scenario over a grid (its sweep: section, or --grid): sweep "
-                             "SCENARIO -j N --out results.csv [--resume]"),
+                             "SCENARIO -j N --out results.csv [--resume], or on a Dask cluster: "
+                             "--scheduler tcp://HOST:8786"),
           add_python_command(app, "plot",
                              "Write a PNG from a run's --out folder or a sweep CSV (plot DIR)")};
 }
