@@ -54,8 +54,9 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
   s += fmt::format("  simulated {:.3f} s in {:.2f} s wall, {:.0f} events ({:.1f} M events/s)\n",
                    get("sim.simulated_s"), get("sim.wall_s"), get("sim.events"),
                    get("sim.events") / std::max(get("sim.wall_s"), 1e-9) / 1e6);
-  s += fmt::format("  fingerprint {:.0f}{}\n", get("sim.fingerprint"),
-                   get("sim.partial") ? "  PARTIAL RESULT (the workload did not finish)" : "");
+  s += fmt::format(
+      "  fingerprint {:.0f}{}\n", get("sim.fingerprint"),
+      get("sim.partial") != 0.0 ? "  PARTIAL RESULT (the workload did not finish)" : "");
   // cyclictest -N keeps ns (cyclictest.*_ns); its histogram buckets are ns.
   const bool nsecs = m.count("cyclictest.avg_ns") != 0;
   if (r.histogram && nsecs) {
@@ -94,7 +95,7 @@ std::string summary_text(const RunResult& r, const ParamSet& p, const std::strin
         s += fmt::format("  {:>4} us {:>9}  {}\n", b, rows[b], std::string(bar ? bar : 1, '#'));
     }
   }
-  if (r.metrics.count("tscdeadline_latency.samples")) {
+  if (r.metrics.count("tscdeadline_latency.samples") != 0u) {
     // kvm-unit-tests x86/tscdeadline_latency's own numbers (guest TSC cycles).
     s += fmt::format(
         "\ntscdeadline_latency: {:.0f} samples  min {:.0f}  avg {:.0f}  max {:.0f} "

@@ -163,7 +163,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   {
     const Workload* w = workload_.get();
     const RunGuard* g = &core_.guard;
-    const double total = static_cast<double>(w->progress_total());
+    const auto total = static_cast<double>(w->progress_total());
     const double limit = p.d("sim.max_simulated_s");
     const TscClock clk = ctx_.clock;
     // The run ends with the workload or at sim.max_simulated_s, whichever
@@ -325,7 +325,7 @@ RunResult System::run() {
   mt["breakdown.total.avg_ns"] = sum;
 
   for (const auto* src : metric_sources_) src->report(mt, clk);
-  if (invariants_ && (invariants_->violations() || mt["vcpu.kicks_lost"] > 0)) {
+  if (invariants_ && ((invariants_->violations() != 0u) || mt["vcpu.kicks_lost"] > 0)) {
     std::string msg = fmt::format("invariant violated {} times ({} kicks lost)",
                                   invariants_->violations(), mt["vcpu.kicks_lost"]);
     for (const auto& m : invariants_->messages()) msg += "\n  " + m;

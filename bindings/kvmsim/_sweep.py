@@ -602,6 +602,9 @@ def sweep(scenario, grid=None, seeds=None, set=None, workers=None, client=None,
     seeds = [int(normalize("sim.seed", s, "seeds")) for s in seeds] if seeds is not None else [1]
     if resume and out is None:
         raise ScenarioError("resume needs out= (the CSV file of the interrupted sweep)")
+    if client is not None and workers is not None:
+        raise ScenarioError("workers= and client= together: on a cluster, each worker's "
+                            "--nthreads sets how many points run at once (drop workers=)")
     # The scenario and the common overrides are checked once, in-process: a bad file
     # fails the sweep (ScenarioError); a bad point only fails its row.
     resolve(scenario, set)

@@ -24,9 +24,9 @@ class FingerprintObserver {
   }
   void on_vcpu_block(int v, int pcpu, Tsc t) { mix(6, v, t, pcpu, 0); }
   void on_vcpu_wakeup(int v, bool waited, std::int64_t ns, Tsc t) {
-    mix(7, v, t, static_cast<std::uint64_t>(ns), waited);
+    mix(7, v, t, static_cast<std::uint64_t>(ns), static_cast<std::uint64_t>(waited));
   }
-  void on_hv_timer_state(int v, bool on, Tsc t) { mix(8, v, t, on, 0); }
+  void on_hv_timer_state(int v, bool on, Tsc t) { mix(8, v, t, static_cast<std::uint64_t>(on), 0); }
   void on_wait_lapic_expire(int v, std::int64_t delta, Tsc t) {
     mix(9, v, t, static_cast<std::uint64_t>(delta), 0);
   }
@@ -35,7 +35,9 @@ class FingerprintObserver {
     mix(11, v, t, value, msr);
   }
   // Only runs with guest.pv_tlb_flush emit it, so other fingerprints stay.
-  void on_pv_tlb_flush(int v, bool need, Tsc t) { mix(12, v, t, need, 0); }
+  void on_pv_tlb_flush(int v, bool need, Tsc t) {
+    mix(12, v, t, static_cast<std::uint64_t>(need), 0);
+  }
 
   // The hash so far, in [0, 2^53).
   [[nodiscard]] std::uint64_t value() const { return fold(h_) >> 11; }

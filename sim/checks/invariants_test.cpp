@@ -27,7 +27,7 @@ TEST_CASE("invariants: a sound trajectory passes, an impossible one is reported 
   InvariantObserver bad;
   bad.on_vmentry(1, 2, 10);
   bad.on_vmexit(1, 5, ExitReason::HLT, 20);  // exits on another pCPU than it entered on
-  const std::string first = kvmsim::invariant_violation();
+  const std::string& first = kvmsim::invariant_violation();
   CHECK(first.find("in vcpu1: VM exit (HLT) on pcpu5, but the vCPU entered on pcpu2") !=
         std::string::npos);
   bad.on_segment(0, Stage::Guest, 100, 50);  // a second violation keeps the first message

@@ -17,7 +17,8 @@ using kvmsim::ExitReason;
 TEST_CASE("run guard and exit stats: what each signal feeds", "[signal][fingerprint]") {
   kvmsim::SignalRegistry reg;
   kvmsim::ExitStats stats;
-  kvmsim::RunGuard guard, fresh;
+  kvmsim::RunGuard guard;
+  kvmsim::RunGuard fresh;
   stats.connect(reg);
   guard.connect(reg);
   auto& kvm = reg.get<kvmsim::KvmSignals>();
@@ -36,7 +37,8 @@ TEST_CASE("run guard and exit stats: what each signal feeds", "[signal][fingerpr
 
   // The IPI counts as kvm_apic_accept_irq on its target.
   kvmsim::SignalRegistry reg2;
-  kvmsim::RunGuard direct, via_ipi;
+  kvmsim::RunGuard direct;
+  kvmsim::RunGuard via_ipi;
   direct.connect(reg2);
   kvmsim::SignalRegistry reg3;
   via_ipi.connect(reg3);

@@ -56,7 +56,7 @@ class SchedInvariants : public Observer, public MetricSource {
   [[nodiscard]] const std::vector<std::string>& messages() const { return messages_; }
 
  private:
-  void fail(Tsc t, std::string what) {
+  void fail(Tsc t, const std::string& what) {
     ++violations_;
     if (messages_.size() < 5) messages_.push_back("at TSC " + std::to_string(t) + ": " + what);
   }

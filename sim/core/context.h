@@ -22,7 +22,7 @@ struct SimContext {
   std::uint64_t events = 0;  // model events dispatched (sim.events)
   RunAhead run_ahead;        // how the pCPUs' SystemC activations run (sim/core/run_ahead.h)
 
-  [[nodiscard]] Rng stream(const std::string& component) const { return Rng(seed, component); }
+  [[nodiscard]] Rng stream(const std::string& component) const { return {seed, component}; }
 };
 
 }  // namespace kvmsim

@@ -11,7 +11,8 @@ namespace kvmsim {
 namespace {
 
 std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
+  std::size_t b = 0;
+  std::size_t e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return s.substr(b, e - b);
@@ -50,6 +51,7 @@ std::vector<double> cdf_from_weights(const std::vector<double>& w) {
   for (double x : w) total += x;
   std::vector<double> cdf;
   double acc = 0;
+  cdf.reserve(w.size());
   for (double x : w) cdf.push_back(acc += x / total);
   if (!cdf.empty()) cdf.back() = 1.0;
   return cdf;
@@ -57,7 +59,8 @@ std::vector<double> cdf_from_weights(const std::vector<double>& w) {
 
 // Mean of values under the probabilities that a cumulative distribution gives.
 double weighted_mean(const std::vector<double>& cdf, const std::vector<double>& values) {
-  double m = 0, prev = 0;
+  double m = 0;
+  double prev = 0;
   for (std::size_t i = 0; i < cdf.size(); ++i) {
     m += values[i] * (cdf[i] - prev);
     prev = cdf[i];
@@ -204,7 +207,8 @@ std::optional<CostDist> parse_unchecked(const std::string& text, std::string* er
       pos.push_back(a);
       continue;
     }
-    const std::string k = trim(a.substr(0, eq)), v = trim(a.substr(eq + 1));
+    const std::string k = trim(a.substr(0, eq));
+    const std::string v = trim(a.substr(eq + 1));
     auto q = Quantity::parse(v);
     if (!q) return fail(fmt::format("bad time '{}' for '{}'", v, k));
     if (k == "min") {
@@ -345,7 +349,8 @@ Sampler CostDist::bind(const TscClock& clk) const {
       break;
     }
     case DistKind::Mix: {
-      std::vector<double> w, means;
+      std::vector<double> w;
+      std::vector<double> means;
       for (const auto& [weight, part] : parts) {
         w.push_back(weight);
         s.parts_.push_back(part.bind(clk));
@@ -368,7 +373,8 @@ void Sampler::build_alias(const std::vector<double>& weights) {
   double total = 0;
   for (double x : weights) total += x;
   std::vector<double> scaled(n);
-  std::vector<std::uint32_t> small, large;
+  std::vector<std::uint32_t> small;
+  std::vector<std::uint32_t> large;
   for (std::size_t i = 0; i < n; ++i) {
     scaled[i] = weights[i] * static_cast<double>(n) / total;
     (scaled[i] < 1.0 ? small : large).push_back(static_cast<std::uint32_t>(i));
@@ -377,7 +383,8 @@ void Sampler::build_alias(const std::vector<double>& weights) {
   alias_of_.resize(n);
   for (std::size_t i = 0; i < n; ++i) alias_of_[i] = static_cast<std::uint32_t>(i);
   while (!small.empty() && !large.empty()) {
-    const std::uint32_t s = small.back(), l = large.back();
+    const std::uint32_t s = small.back();
+    const std::uint32_t l = large.back();
     small.pop_back();
     alias_prob_[s] = scaled[s];
     alias_of_[s] = l;

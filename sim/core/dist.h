@@ -85,7 +85,8 @@ class Sampler {
   Tsc finish(double v) const {
     v += shift_;
     v = v < lo_ ? lo_ : (v > hi_ ? hi_ : v);
-    return v <= 0 ? 0 : static_cast<Tsc>(v + 0.5);
+    // Round half up (v > 0): the rounding every recorded output was made with.
+    return v <= 0 ? 0 : static_cast<Tsc>(v + 0.5);  // NOLINT(bugprone-incorrect-roundings)
   }
   Tsc draw_other(Rng& rng) const;
   // Index i with probability w_i / sum(w) (Walker/Vose alias method).

@@ -162,12 +162,13 @@ TEST_CASE("dist: min/max clamping holds for every draw", "[dist]") {
   // Wide sd so that both bounds are hit often.
   const Sampler s = bind("normal(310ns, 100ns, min=240ns, max=400ns)");
   const auto v = draws(s, 50'000);
-  std::size_t at_lo = 0, at_hi = 0;
+  std::size_t at_lo = 0;
+  std::size_t at_hi = 0;
   for (Tsc x : v) {
     REQUIRE(x >= 552);  // 240ns
     REQUIRE(x <= 920);  // 400ns
-    at_lo += x == 552;
-    at_hi += x == 920;
+    at_lo += static_cast<unsigned long>(x == 552);
+    at_hi += static_cast<unsigned long>(x == 920);
   }
   CHECK(at_lo > 1000);
   CHECK(at_hi > 1000);
@@ -186,7 +187,7 @@ TEST_CASE("dist: min/max clamping holds for every draw", "[dist]") {
   std::size_t zeros = 0;
   for (Tsc x : draws(bind("normal(10ns, 1us)"), 10'000)) {
     REQUIRE(x < 100'000);  // not wrapped around to a huge unsigned value
-    zeros += x == 0;
+    zeros += static_cast<unsigned long>(x == 0);
   }
   CHECK(zeros > 4000);
 }
@@ -298,7 +299,8 @@ TEST_CASE("dist: str() round-trips through parse() for every kind", "[dist]") {
     CHECK(d2.kind == d.kind);
     CHECK(d2.str() == s);
     // Same distribution: same mean and the same draws from the same stream.
-    const Sampler a = d.bind(kClk), b = d2.bind(kClk);
+    const Sampler a = d.bind(kClk);
+    const Sampler b = d2.bind(kClk);
     CHECK(a.mean() == b.mean());
     CHECK(draws(a, 200, 5) == draws(b, 200, 5));
   }
@@ -355,20 +357,24 @@ TEST_CASE("dist: the same Rng seed and component give an identical sequence", "[
     CHECK(draws(s, 2000, 1234, "vmexit") == draws(s, 2000, 1234, "vmexit"));
     CHECK(draws(s, 2000, 1234, "vmexit") != draws(s, 2000, 1235, "vmexit"));
   }
-  Rng a(42, "x"), b(42, "x");
+  Rng a(42, "x");
+  Rng b(42, "x");
   for (int i = 0; i < 1000; ++i) REQUIRE(a.next_u64() == b.next_u64());
   for (int i = 0; i < 1000; ++i) REQUIRE(a.normal() == b.normal());
 }
 
 TEST_CASE("dist: different component names give different random streams", "[dist][random]") {
-  Rng a(7, "a"), b(7, "b");
+  Rng a(7, "a");
+  Rng b(7, "b");
   int equal = 0;
-  for (int i = 0; i < 1000; ++i) equal += a.next_u64() == b.next_u64();
+  for (int i = 0; i < 1000; ++i) equal += static_cast<int>(a.next_u64() == b.next_u64());
   CHECK(equal == 0);
   const Sampler s = bind("normal(310ns, 25ns)");
   CHECK(draws(s, 1000, 7, "a") != draws(s, 1000, 7, "b"));
   // Independent of how much another stream has drawn.
-  Rng c1(7, "c"), c2(7, "c"), other(7, "d");
+  Rng c1(7, "c");
+  Rng c2(7, "c");
+  Rng other(7, "d");
   for (int i = 0; i < 500; ++i) other.next_u64();
   CHECK(c1.next_u64() == c2.next_u64());
 }
@@ -416,10 +422,12 @@ struct MomentFit {
 // last occurrence only.
 template <typename Cdf>
 MomentFit fit(std::vector<double> v, Cdf cdf, bool lattice = false) {
-  const double n = static_cast<double>(v.size());
+  const auto n = static_cast<double>(v.size());
   MomentFit r;
   for (double x : v) r.mean += x / n;
-  double m2 = 0, m3 = 0, m4 = 0;
+  double m2 = 0;
+  double m3 = 0;
+  double m4 = 0;
   for (double x : v) {
     const double d = x - r.mean;
     m2 += d * d / n;
@@ -457,7 +465,7 @@ std::vector<double> std_normals(std::size_t n, std::uint64_t seed) {
 
 // True when a sample of n standard normals passes every check below.
 bool looks_standard_normal(const std::vector<double>& v) {
-  const double n = static_cast<double>(v.size());
+  const auto n = static_cast<double>(v.size());
   const MomentFit f = fit(v, normal_cdf);
   bool ok = std::fabs(f.mean) < 4 / std::sqrt(n) && std::fabs(f.var - 1) < 4 * std::sqrt(2 / n) &&
             std::fabs(f.skew) < 4 * std::sqrt(6 / n) &&
@@ -473,7 +481,7 @@ bool looks_standard_normal(const std::vector<double>& v) {
   }
   // The ziggurat's tail path (|x| > 3.6541528853610088): 2 * (1 - Phi(R)) of the draws.
   const double r = 3.6541528853610088;
-  const double tail = static_cast<double>(
+  const auto tail = static_cast<double>(
       std::count_if(v.begin(), v.end(), [&](double x) { return std::fabs(x) > r; }));
   const double expect = n * 2 * (1 - normal_cdf(r));
   ok = ok && std::fabs(tail - expect) < 4 * std::sqrt(expect);
@@ -490,7 +498,9 @@ TEST_CASE("dist: Rng::normal matches N(0,1): moments, quantiles, KS, tail mass",
   // The checks have the power to see a 1% error in sd, a 0.01 sd shift in
   // mean, or a cut-off tail.
   auto v = std_normals(1'000'000, 1);
-  auto wide = v, shifted = v, cut = v;
+  auto wide = v;
+  auto shifted = v;
+  auto cut = v;
   for (auto& x : wide) x *= 1.01;
   for (auto& x : shifted) x += 0.01;
   for (auto& x : cut) x = std::clamp(x, -3.5, 3.5);
@@ -565,7 +575,8 @@ TEST_CASE("dist: alias tables give every value and component its weight", "[dist
 TEST_CASE("dist: a constant stage draws no random number", "[dist][random]") {
   const Sampler c = bind("const(300ns, shift=10ns, max=305ns)");
   CHECK(c.is_constant());
-  Rng a(5, "c"), b(5, "c");
+  Rng a(5, "c");
+  Rng b(5, "c");
   for (int i = 0; i < 100; ++i) REQUIRE(c(a) == 702);  // 305 ns at 2.3 GHz, clamped
   CHECK(a.next_u64() == b.next_u64());
 }

@@ -138,7 +138,8 @@ TEST_CASE("compare: thread count mismatch is an error unless merged") {
 }
 
 TEST_CASE("compare: overflows count in one bucket at the smaller histogram's edge") {
-  LatencyHistogram a(20), b(20);
+  LatencyHistogram a(20);
+  LatencyHistogram b(20);
   for (std::uint64_t i = 0; i < 90; ++i) a.add_us(5, i);
   for (std::uint64_t i = 0; i < 10; ++i) a.add_us(30, 90 + i);  // overflows at 20
   for (std::uint64_t i = 0; i < 90; ++i) b.add_us(5, i);

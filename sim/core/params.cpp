@@ -599,7 +599,8 @@ std::string format_param_markdown(const ParamRegistry& reg) {
 }
 
 std::string wrap_words(const std::string& text, std::size_t width, const std::string& indent) {
-  std::string out, line;
+  std::string out;
+  std::string line;
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t sp = std::min(text.find(' ', pos), text.size());

@@ -85,14 +85,15 @@ inline double Rng::normal() {
   const detail::NormalZiggurat& z = detail::kNormalZiggurat;
   for (;;) {
     const std::uint64_t bits = next_u64();
-    const unsigned i = static_cast<unsigned>(bits & 0xff);
+    const auto i = static_cast<unsigned>(bits & 0xff);
     // Signed uniform in [-1, 1) from the top 53 bits (disjoint from i's bits).
     const double u = static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0;
     const double x = u * z.x[i];
     if (std::fabs(x) < z.x[i + 1]) return x;  // inside the layer's rectangle
     if (i == 0) {
       // Base strip beyond R: the normal tail (Marsaglia 1964).
-      double t, y;
+      double t;
+      double y;
       do {
         t = -std::log(uniform_pos()) / detail::NormalZiggurat::kR;
         y = -std::log(uniform_pos());

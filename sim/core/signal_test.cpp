@@ -15,7 +15,9 @@ namespace {
 struct Recorder {
   std::vector<std::string>* log;
   std::string name;
-  void on_event(int a, const std::string& s) { log->push_back(name + ":" + std::to_string(a) + s); }
+  void on_event(int a, const std::string& s) const {
+    log->push_back(name + ":" + std::to_string(a) + s);
+  }
 };
 struct Demo {
   Signal<int, const std::string&> event;
@@ -25,7 +27,8 @@ struct Demo {
 
 TEST_CASE("signal: connected members and callables are called in connection order", "[signal]") {
   std::vector<std::string> log;
-  Recorder a{&log, "a"}, b{&log, "b"};
+  Recorder a{&log, "a"};
+  Recorder b{&log, "b"};
   Signal<int, const std::string&> sig;
   CHECK_FALSE(sig.connected());
   sig(1, "x");  // nothing connected: nothing happens

@@ -11,8 +11,8 @@
 namespace kvmsim {
 
 // 128-bit intermediate for exact cycle/ns products (as the kernel's mul_u64_u32_div).
-__extension__ typedef unsigned __int128 u128;
-__extension__ typedef __int128 s128;
+__extension__ using u128 = unsigned __int128;
+__extension__ using s128 = __int128;
 
 using Tsc = std::uint64_t;  // host TSC cycles (absolute or delta)
 using STsc = std::int64_t;  // signed cycle delta
@@ -26,7 +26,8 @@ struct TscClock {
   // ns -> cycles, rounded to nearest.
   [[nodiscard]] Tsc from_ns(double ns) const {
     const double c = ns * static_cast<double>(tsc_khz) / 1e6;
-    return c <= 0 ? 0 : static_cast<Tsc>(c + 0.5);
+    // Round half up (c > 0): the rounding every recorded output was made with.
+    return c <= 0 ? 0 : static_cast<Tsc>(c + 0.5);  // NOLINT(bugprone-incorrect-roundings)
   }
   // Integer ns -> cycles, truncating like nsec_to_cycles(): ns * khz / 1e6.
   [[nodiscard]] Tsc ns_to_cycles(std::uint64_t ns) const {

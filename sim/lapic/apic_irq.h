@@ -82,7 +82,7 @@ class ApicIrqState {
   // one count-leading-zeros per word instead of a 256-step scan).
   struct Bits256 {
     std::uint64_t w[4] = {0, 0, 0, 0};
-    [[nodiscard]] bool test(unsigned v) const { return (w[v >> 6] >> (v & 63)) & 1u; }
+    [[nodiscard]] bool test(unsigned v) const { return ((w[v >> 6] >> (v & 63)) & 1u) != 0u; }
     void set(unsigned v) { w[v >> 6] |= std::uint64_t{1} << (v & 63); }
     void reset(unsigned v) { w[v >> 6] &= ~(std::uint64_t{1} << (v & 63)); }
   };

@@ -73,12 +73,14 @@ TEST_CASE("random post / sync / ack / EOI: every vector sent is delivered once, 
   std::mt19937_64 rng(42);
   ApicIrqState s;
   const std::uint8_t vecs[] = {0x20, 0x21, 0xec, 0xfd};
-  std::map<int, int> outstanding, sent, delivered;
+  std::map<int, int> outstanding;
+  std::map<int, int> sent;
+  std::map<int, int> delivered;
   for (int step = 0; step < 200000; ++step) {
     const int op = static_cast<int>(rng() % 4);
     if (op == 0) {
       const std::uint8_t v = vecs[rng() % 4];
-      if (!outstanding[v]) {
+      if (outstanding[v] == 0) {
         s.post(v);
         ++outstanding[v];
         ++sent[v];

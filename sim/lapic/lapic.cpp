@@ -92,7 +92,7 @@ void KvmLapic::migrate_timer(Pcpu& cpu) {
 Tsc KvmLapic::set_tscdeadline_msr(std::uint64_t data, Tsc now) {
   Tsc cost = 0;
   if (queued()) {
-    vcpu_.pcpu().hrtimers().cancel(this);
+    HostHrtimerBase::cancel(this);  // hrtimer_cancel(): on whichever base holds it
     cost += costs_.cancel_hrtimer(vcpu_.rng());
   }
   tscdeadline_ = data;
@@ -120,7 +120,7 @@ bool KvmLapic::start_hv_timer(Tsc now, Tsc* cost) {
   if (!vcpu_.set_hv_timer(tscdeadline_, now, &expired)) return false;  // -ERANGE
   hv_timer_in_use_ = true;
   if (queued()) {
-    vcpu_.pcpu().hrtimers().cancel(this);
+    HostHrtimerBase::cancel(this);  // hrtimer_cancel(): on whichever base holds it
     *cost += costs_.cancel_hrtimer(vcpu_.rng());
   }
   if (pending_) {
@@ -155,8 +155,7 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
   const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
   const std::uint64_t guest_khz = virtual_tsc_khz();
   const std::uint64_t delta = tscdeadline_ > guest_tsc ? tscdeadline_ - guest_tsc : 0;
-  const std::uint64_t ns =
-      static_cast<std::uint64_t>((static_cast<u128>(delta) * 1000000u) / guest_khz);
+  const auto ns = static_cast<std::uint64_t>((static_cast<u128>(delta) * 1000000u) / guest_khz);
   const auto advance = static_cast<std::uint64_t>(timer_advance_ns_);
   Tsc cost = costs_.start_sw_tscdeadline(vcpu_.rng());
   if (tscdeadline_ > guest_tsc && ns > advance) {

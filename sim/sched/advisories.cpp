@@ -30,6 +30,7 @@ std::vector<int> shared_pcpus(const ParamSet& p) {
       if (n > 1) out.push_back(cpu);
   } else if (!aff.empty()) {
     std::vector<int> set;
+    set.reserve(aff.size());
     for (auto c : aff) set.push_back(static_cast<int>(c));
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <deque>
 #include <stdexcept>
 #include <vector>
@@ -99,6 +100,7 @@ TEST_CASE("cfs: equal CPU-bound entities each get 1/N of the CPU within 1%", "[c
       INFO("n=" << n << " tick=" << tick);
       CfsRq rq(&t);
       std::vector<SchedEntity> es;
+      es.reserve(n);
       for (int i = 0; i < n; ++i) es.emplace_back(i);
       const RunStats st = run_cpu_bound(rq, es, horizon, tick);
       Tsc total = 0;
@@ -146,7 +148,7 @@ TEST_CASE("cfs: slice is latency/N up to nr_latency entities, min_granularity ab
       es.emplace_back(static_cast<int>(i));
       rq.enqueue_entity(es.back(), 0, kEnqueueNone);
     }
-    const Tsc period = n <= 8 ? 6 * kMs : n * 750000;
+    const Tsc period = n <= 8 ? 6 * kMs : static_cast<Tsc>(n) * 750000;
     CHECK(rq.sched_period(n) == period);
     CHECK(rq.sched_slice(es.front()) == period / n);
     // A not-yet-queued entity is counted as if it were (sched_slice of a waking task).
@@ -155,7 +157,8 @@ TEST_CASE("cfs: slice is latency/N up to nr_latency entities, min_granularity ab
   }
   // Weighted: nice 0 next to nice 5 gets 1024/1359 of the period.
   CfsRq rq(&t);
-  SchedEntity a(0, 0), b(1, 5);
+  SchedEntity a(0, 0);
+  SchedEntity b(1, 5);
   rq.enqueue_entity(a, 0, kEnqueueNone);
   rq.enqueue_entity(b, 0, kEnqueueNone);
   CHECK(rq.sched_slice(a) == 6 * kMs * 1024 / 1359);
@@ -167,7 +170,8 @@ TEST_CASE("cfs: tick preempts once the ideal slice is used up, not a cycle befor
   const auto t = unscaled();
   for (Tsc at : {3 * kMs, 3 * kMs + 1}) {
     CfsRq rq(&t);
-    SchedEntity a(0), b(1);
+    SchedEntity a(0);
+    SchedEntity b(1);
     wake_with_vruntime(rq, a, 0, 0);
     wake_with_vruntime(rq, b, 0, 0);
     REQUIRE(schedule(rq, 0) == &a);  // equal vruntime: lower id first
@@ -183,7 +187,8 @@ TEST_CASE("cfs: tick preempts a light entity whose vruntime runs a slice ahead",
   Tsc d = 0;
   for (int variant = 0; variant < 3; ++variant) {
     CfsRq rq(&t);
-    SchedEntity a(0, 5), b(1, 0);
+    SchedEntity a(0, 5);
+    SchedEntity b(1, 0);
     wake_with_vruntime(rq, a, 0, 0);
     wake_with_vruntime(rq, b, static_cast<std::int64_t>(1500000), 0);
     REQUIRE(schedule(rq, 0) == &a);
@@ -202,7 +207,8 @@ TEST_CASE("cfs: tick preempts a light entity whose vruntime runs a slice ahead",
   // The vruntime rule never fires before min_granularity, however far ahead
   // (here the lead exceeds the 1.48 ms slice after 0.48 ms).
   CfsRq rq(&t);
-  SchedEntity a(0, 5), b(1, 0);
+  SchedEntity a(0, 5);
+  SchedEntity b(1, 0);
   wake_with_vruntime(rq, a, 0, 0);
   wake_with_vruntime(rq, b, 1, 0);
   REQUIRE(schedule(rq, 0) == &a);
@@ -216,6 +222,7 @@ TEST_CASE("cfs: slice_left() always lands on a tick that preempts", "[cfs]") {
   CfsRq rq(&t);
   std::vector<SchedEntity> es;
   const int nices[] = {0, 5, -5, 10, 0, 19, -20, 3};
+  es.reserve(8);
   for (int i = 0; i < 8; ++i) es.emplace_back(i, nices[i]);
   for (auto& e : es) rq.enqueue_entity(e, 0, kEnqueueNone);
   schedule(rq, 0);
@@ -236,7 +243,8 @@ TEST_CASE("cfs: wake-up preemption happens iff the vruntime lead exceeds wakeup_
   for (std::int64_t lead : {gran - 1, gran, gran + 1, std::int64_t{-5}}) {
     INFO("lead " << lead);
     CfsRq rq(&t);
-    SchedEntity a(0), b(1);
+    SchedEntity a(0);
+    SchedEntity b(1);
     wake_with_vruntime(rq, a, 2 * gran, 0);
     REQUIRE(schedule(rq, 0) == &a);
     wake_with_vruntime(rq, b, 2 * gran - lead, 0);
@@ -244,7 +252,8 @@ TEST_CASE("cfs: wake-up preemption happens iff the vruntime lead exceeds wakeup_
   }
   // The granularity is in the woken entity's vruntime: heavier wakers preempt sooner.
   CfsRq rq(&t);
-  SchedEntity heavy(0, -5), light(1, 5);
+  SchedEntity heavy(0, -5);
+  SchedEntity light(1, 5);
   CHECK(rq.wakeup_gran(heavy) == t.wakeup_granularity * 1024 / 3121);
   CHECK(rq.wakeup_gran(light) == t.wakeup_granularity * 1024 / 335);
   // An idle queue is always preempted.
@@ -262,7 +271,8 @@ TEST_CASE(
   t.wakeup_preemption = false;
   const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
   CfsRq rq(&t);
-  SchedEntity a(0), b(1);
+  SchedEntity a(0);
+  SchedEntity b(1);
   wake_with_vruntime(rq, a, 10 * gran, 0);
   REQUIRE(schedule(rq, 0) == &a);
   wake_with_vruntime(rq, b, 0, 0);  // a lead of 10 wakeup_gran
@@ -276,7 +286,9 @@ TEST_CASE(
 TEST_CASE("cfs: a sleeper's credit is at most half of sched_latency", "[cfs]") {
   const auto t = unscaled();
   CfsRq rq(&t);
-  SchedEntity runner(0), sleeper(1), napper(2);
+  SchedEntity runner(0);
+  SchedEntity sleeper(1);
+  SchedEntity napper(2);
   wake_with_vruntime(rq, runner, 0, 0);
   wake_with_vruntime(rq, sleeper, 0, 0);
   wake_with_vruntime(rq, napper, 0, 0);
@@ -297,7 +309,9 @@ TEST_CASE("cfs: a sleeper's credit is at most half of sched_latency", "[cfs]") {
 TEST_CASE("cfs: a new entity starts one vslice after min_vruntime (START_DEBIT)", "[cfs]") {
   const auto t = unscaled();
   CfsRq rq(&t);
-  SchedEntity a(0), b(1), c(2, 5);
+  SchedEntity a(0);
+  SchedEntity b(1);
+  SchedEntity c(2, 5);
   rq.enqueue_entity(a, 0, kEnqueueNone);
   CHECK(a.vruntime == static_cast<std::int64_t>(6 * kMs));  // alone: the whole period
   schedule(rq, 0);
@@ -316,7 +330,9 @@ TEST_CASE("cfs: a new entity starts one vslice after min_vruntime (START_DEBIT)"
 TEST_CASE("cfs: yield hands the CPU to the next entity within wakeup_gran", "[cfs]") {
   const auto t = unscaled();
   CfsRq rq(&t);
-  SchedEntity a(0), b(1), far(2);
+  SchedEntity a(0);
+  SchedEntity b(1);
+  SchedEntity far(2);
   wake_with_vruntime(rq, a, 0, 0);
   wake_with_vruntime(rq, b, 1000, 0);
   REQUIRE(schedule(rq, 0) == &a);
@@ -341,8 +357,11 @@ TEST_CASE("cfs: yield hands the CPU to the next entity within wakeup_gran", "[cf
 
 TEST_CASE("cfs: migration normalisation keeps the lag relative to min_vruntime", "[cfs]") {
   const auto t = unscaled();
-  CfsRq src(&t), dst(&t);
-  SchedEntity a(0), b(1), c(2);
+  CfsRq src(&t);
+  CfsRq dst(&t);
+  SchedEntity a(0);
+  SchedEntity b(1);
+  SchedEntity c(2);
   wake_with_vruntime(src, a, 5000000, 0);
   wake_with_vruntime(src, b, 7000000, 0);
   schedule(src, 0);
@@ -365,7 +384,8 @@ TEST_CASE("cfs: migration normalisation keeps the lag relative to min_vruntime",
 TEST_CASE("cfs: run delay is the time runnable but not running", "[cfs]") {
   const auto t = unscaled();
   CfsRq rq(&t);
-  SchedEntity a(0), b(1);
+  SchedEntity a(0);
+  SchedEntity b(1);
   wake_with_vruntime(rq, a, 0, 0);
   wake_with_vruntime(rq, b, 1, 0);
   REQUIRE(schedule(rq, 0) == &a);
@@ -408,7 +428,9 @@ TEST_CASE("cfs: the next buddy is picked over the leftmost only within wakeup_gr
   for (std::int64_t lead : {gran - 1, gran, gran + 1}) {
     INFO("buddy right of leftmost by " << lead);
     CfsRq rq(&t);
-    SchedEntity left(0), buddy(1), runner(2);
+    SchedEntity left(0);
+    SchedEntity buddy(1);
+    SchedEntity runner(2);
     wake_with_vruntime(rq, runner, 0, 0);
     REQUIRE(schedule(rq, 0) == &runner);
     wake_with_vruntime(rq, left, 10 * gran, 0);
@@ -482,7 +504,8 @@ TEST_CASE("cfs: a used-up slice and yield clear the current entity's buddies", "
   const auto t = unscaled();
   const auto gran = static_cast<std::int64_t>(t.wakeup_granularity);
   CfsRq rq(&t);
-  SchedEntity a(0), b(1);
+  SchedEntity a(0);
+  SchedEntity b(1);
   wake_with_vruntime(rq, a, 0, 0);
   wake_with_vruntime(rq, b, gran / 2, 0);
   REQUIRE(schedule(rq, 0) == &a);

@@ -132,7 +132,11 @@ void Host::account_to(Tsc now) {
 }
 
 void Host::report(Metrics& m, const TscClock& clk) const {
-  std::uint64_t irqs = 0, noise = 0, softirqs = 0, resched = 0, ipis = 0;
+  std::uint64_t irqs = 0;
+  std::uint64_t noise = 0;
+  std::uint64_t softirqs = 0;
+  std::uint64_t resched = 0;
+  std::uint64_t ipis = 0;
   const Tsc end = now_tsc();
   for (const auto* c : order_) {
     irqs += c->irqs().stats().irqs;

@@ -48,7 +48,7 @@ class HostHrtimerBase {
     update_next();
   }
   // hrtimer_cancel(), on whichever base holds the timer.
-  void cancel(HostHrtimer* t) {
+  static void cancel(HostHrtimer* t) {
     if (!t->queued_) return;
     t->expires_ = kTscNever;
     t->base_->dequeue(t);

@@ -341,7 +341,7 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     // update_sd_pick_busiest(): an overloaded group (more tasks than pCPUs)
     // first, then the highest avg_load.
     const bool over = g.nr > g.cpus.size();
-    const bool best_over = busiest && busiest->nr > busiest->cpus.size();
+    const bool best_over = (busiest != nullptr) && busiest->nr > busiest->cpus.size();
     if (g.nr == 0) continue;
     if (!busiest || (over && !best_over) || (over == best_over && g.avg > busiest->avg))
       busiest = &g;
@@ -386,7 +386,7 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
   // detach_tasks(): least recently run first; not running, allowed here, not
   // cache hot; a task whose half load exceeds what is left is skipped.
   int moved = 0;
-  std::int64_t left = static_cast<std::int64_t>(imbalance);
+  auto left = static_cast<std::int64_t>(imbalance);
   std::vector<SchedEntity*> cands = rq(src).queued();
   std::sort(cands.begin(), cands.end(), [](const SchedEntity* a, const SchedEntity* b) {
     return std::tie(a->exec_start, a->id) < std::tie(b->exec_start, b->id);

@@ -64,7 +64,8 @@ TEST_CASE("sched: a new entity goes to the least loaded socket, core, then pCPU"
   const Topology topo(2, 2, 2);
   HostScheduler s(topo, unscaled());
   std::deque<SchedEntity> pool;
-  SchedEntity e(1), pinned(2, 0, CpuMask::of({4, 5}));
+  SchedEntity e(1);
+  SchedEntity pinned(2, 0, CpuMask::of({4, 5}));
   CHECK(s.select_task_rq(e, -1, -1) == 0);
   CHECK(s.select_task_rq(e, -1, 7) == 0);  // the waker does not matter
   occupy(s, pool, 0, 0);
@@ -133,7 +134,8 @@ TEST_CASE("sched: a pinned entity is never placed or pulled elsewhere", "[sched]
   HostScheduler s(topo, unscaled());
   std::deque<SchedEntity> pool;
   occupy(s, pool, 0, 0);
-  SchedEntity pinned(1, 0, CpuMask::only(0)), pinned2(2, 0, CpuMask::of({0, 2}));
+  SchedEntity pinned(1, 0, CpuMask::only(0));
+  SchedEntity pinned2(2, 0, CpuMask::of({0, 2}));
   CHECK(s.select_task_rq(pinned, 0, -1) == 0);
   CHECK(s.select_task_rq(pinned, 0, 3) == 0);
   CHECK(s.select_task_rq(pinned, 1, -1) == 0);  // prev not allowed: fallback
@@ -187,7 +189,8 @@ TEST_CASE("sched: idle balance pulls from the busiest queue of the smallest doma
 TEST_CASE("sched: idle balance leaves cache-hot and running entities alone", "[sched]") {
   const Topology topo(1, 2, 1);
   HostScheduler s(topo, unscaled());
-  SchedEntity a(1), b(2);
+  SchedEntity a(1);
+  SchedEntity b(2);
   s.enqueue(0, b, 0, kEnqueueNone);
   s.enqueue(0, a, 0, kEnqueueNone);
   REQUIRE(s.pick_next(0, 0) == &a);
@@ -201,7 +204,10 @@ TEST_CASE("sched: idle balance leaves cache-hot and running entities alone", "[s
 TEST_CASE("sched: a busy pCPU's tick lets idle pCPUs pull (nohz idle balance)", "[sched]") {
   const Topology topo(2, 1, 1);  // two sockets: wake-ups never cross
   HostScheduler s(topo, unscaled());
-  SchedEntity a(1), b(2), c(3), pinned(4, 0, CpuMask::only(0));
+  SchedEntity a(1);
+  SchedEntity b(2);
+  SchedEntity c(3);
+  SchedEntity pinned(4, 0, CpuMask::only(0));
   s.enqueue(0, a, 0, kEnqueueNone);
   REQUIRE(s.pick_next(0, 0) == &a);
   CHECK(s.nohz_idle_balance(0, kMs).empty());  // one runnable: no kick
@@ -222,7 +228,9 @@ TEST_CASE("sched: a busy pCPU's tick lets idle pCPUs pull (nohz idle balance)", 
 TEST_CASE("sched: an idle pCPU's pick_next pulls work and counts one switch", "[sched]") {
   const Topology topo(1, 2, 1);
   HostScheduler s(topo, unscaled());
-  SchedEntity a(1), b(2), c(3);
+  SchedEntity a(1);
+  SchedEntity b(2);
+  SchedEntity c(3);
   s.enqueue(0, b, 0, kEnqueueNone);  // START_DEBIT: the later arrival is placed first here
   s.enqueue(0, a, 0, kEnqueueNone);
   s.enqueue(1, c, 0, kEnqueueNone);
@@ -250,7 +258,8 @@ TEST_CASE("sched: wake-up, preemption and migration counters", "[sched]") {
   s.on_migrate = [&](const SchedEntity& e, int from, int to, Tsc) {
     migrated.emplace_back(e.id, from, to);
   };
-  SchedEntity hog(1), sleeper(2);
+  SchedEntity hog(1);
+  SchedEntity sleeper(2);
   s.enqueue(0, sleeper, 0, kEnqueueNone);
   s.enqueue(0, hog, 0, kEnqueueNone);
   REQUIRE(s.pick_next(0, 0) == &hog);
@@ -424,7 +433,8 @@ TEST_CASE("sched: the same operations give the same schedule", "[sched]") {
   // Equal vruntimes are ordered by id, whatever the enqueue order.
   const Topology topo(1, 1, 1);
   HostScheduler s(topo, unscaled());
-  SchedEntity x(5), y(2);
+  SchedEntity x(5);
+  SchedEntity y(2);
   x.fresh = y.fresh = false;
   s.enqueue(0, x, 0, kEnqueueWakeup);
   s.enqueue(0, y, 0, kEnqueueWakeup);
@@ -481,7 +491,10 @@ TEST_CASE("sched: yield_to fails with -ESRCH or 0, else sets the buddies and res
           "[sched]") {
   const Topology topo(1, 2, 1);
   HostScheduler s(topo, unscaled());
-  SchedEntity a(1), b(2), c(3), d(4);
+  SchedEntity a(1);
+  SchedEntity b(2);
+  SchedEntity c(3);
+  SchedEntity d(4);
   s.enqueue(0, a, 0, kEnqueueNone);
   s.enqueue(1, b, 0, kEnqueueNone);
   REQUIRE(s.pick_next(0, 0) == &a);
@@ -518,7 +531,10 @@ TEST_CASE("sched: a remote yield_to target runs next only within wakeup_gran of 
     INFO((far ? "target far right" : "target near"));
     const Topology topo(1, 2, 1);
     HostScheduler s(topo, t);
-    SchedEntity y(1), z(2), cur(3), target(4);
+    SchedEntity y(1);
+    SchedEntity z(2);
+    SchedEntity cur(3);
+    SchedEntity target(4);
     s.enqueue(0, y, 0, kEnqueueNone);
     s.enqueue(0, z, 0, kEnqueueNone);
     REQUIRE(s.pick_next(0, 0) != nullptr);  // the yielder has company: no -ESRCH
@@ -551,7 +567,10 @@ TEST_CASE("sched: after yield_to the local partner runs only within wakeup_gran 
     INFO((far ? "partner far right" : "partner near"));
     const Topology topo(1, 2, 1);
     HostScheduler s(topo, t);
-    SchedEntity y(1), partner(2), cur(3), target(4);
+    SchedEntity y(1);
+    SchedEntity partner(2);
+    SchedEntity cur(3);
+    SchedEntity target(4);
     y.fresh = partner.fresh = false;
     y.vruntime = 10 * gran;
     partner.vruntime = 11 * gran + (far ? 1000 : -1000);

@@ -59,6 +59,7 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
     hog_cpus.push_back(static_cast<int>(c));
   }
   if (!hog_cpus.empty()) hog_mask = CpuMask::of(hog_cpus);
+  tasks.reserve(p.i("host.hog.count"));
   for (int i = 0; i < p.i("host.hog.count"); ++i)
     tasks.push_back(std::make_unique<HostCpuHog>(i, static_cast<int>(p.i("host.hog.nice")),
                                                  hog_mask, clk.from_ns(10e6)));

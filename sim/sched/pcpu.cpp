@@ -129,7 +129,7 @@ void Pcpu::schedule(Tsc now) {
 // cost.vcpu_block and cost.vcpu_wakeup).
 void Pcpu::switch_to(HostThread* next, Tsc now) {
   HostThread* prev = curr_;
-  const bool prev_runnable = prev && prev->se().on_rq;
+  const bool prev_runnable = (prev != nullptr) && prev->se().on_rq;
   if (prev) {
     stats_.busy_cycles += now - busy_since_;
     prev->sched_out(*this, now, prev_runnable);
@@ -137,9 +137,9 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
   if (sched_signals_.sched_switch.connected()) {
     const std::string& idle = idle_comm_;
     sched_signals_.sched_switch(id_, prev ? prev->comm() : idle, prev ? prev->pid() : 0,
-                                prev ? 120 + prev->se().nice : 120, prev_runnable || !prev,
-                                next ? next->comm() : idle, next ? next->pid() : 0,
-                                next ? 120 + next->se().nice : 120, now);
+                                prev ? 120 + prev->se().nice : 120,
+                                prev_runnable || (prev == nullptr), next ? next->comm() : idle,
+                                next ? next->pid() : 0, next ? 120 + next->se().nice : 120, now);
   }
   curr_ = next;
   if (next) {

@@ -92,7 +92,8 @@ std::string row(const std::string& name, std::uint64_t total, double pct, const 
 std::string kvm_stat_format(std::vector<KvmStatEvent> events, double interval_s, bool drilldown) {
   std::string o =
       fmt::format(" {:<40} {:>10}{:>7} {:>8}\n", "Event", "Total", "%Total", "CurAvg/s");
-  double total = 0, tcur = 0;
+  double total = 0;
+  double tcur = 0;
   for (const auto& e : events) total += static_cast<double>(e.total);
   sort_events(events);
   bool any = false;

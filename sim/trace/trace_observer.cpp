@@ -20,9 +20,8 @@ std::uint64_t rip_for(ExitReason r) {
     case ExitReason::MSR_WRITE:
       return 0xffffffff8106a6c8ULL;  // wrmsr in lapic_next_deadline
     case ExitReason::PREEMPTION_TIMER:
-      return 0xffffffff81a3c4e2ULL;  // guest loop
     case ExitReason::EXTERNAL_INTERRUPT:
-      return 0xffffffff81a3c4e2ULL;
+      return 0xffffffff81a3c4e2ULL;  // guest loop
     case ExitReason::HLT:
       return 0xffffffff81a3c6f1ULL;
     default:

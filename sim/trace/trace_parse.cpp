@@ -1,5 +1,6 @@
 #include "sim/trace/trace_parse.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
@@ -33,10 +34,7 @@ bool ends_with(string_view s, string_view p) {
 }
 
 bool all_digits(string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!is_digit(c)) return false;
-  return true;
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return is_digit(c); });
 }
 
 // The whole of `s` as an unsigned number; base 16 accepts an optional "0x".
@@ -232,7 +230,7 @@ bool parse_hypercall(string_view p, KvmHypercall& e, std::string& err) {
     return fail(err, msg);
   std::uint64_t* const f[5] = {&e.nr, &e.a0, &e.a1, &e.a2, &e.a3};
   for (int i = 0; i < 5; ++i) {
-    string_view v = t[static_cast<std::size_t>(2 * i + 1)];
+    string_view v = t[2 * static_cast<std::size_t>(i) + 1];
     if (starts_with(v, "0x")) v.remove_prefix(2);
     if (!to_uint(v, 16, *f[i])) return fail(err, msg);
   }
@@ -263,7 +261,8 @@ bool parse_apic_ipi(string_view p, KvmApicIpi& e, std::string& err) {
   static constexpr std::array<string_view, 8> kMode = {"Fixed", "LowPrio", "SMI",  "Res3",
                                                        "NMI",   "INIT",    "SIPI", "ExtINT"};
   static constexpr std::array<string_view, 4> kShort = {"dst", "self", "all", "all-but-self"};
-  std::uint32_t mode = 8, shorthand = 4;
+  std::uint32_t mode = 8;
+  std::uint32_t shorthand = 4;
   for (std::uint32_t i = 0; i < kMode.size(); ++i)
     if (f[0] == kMode[i]) mode = i;
   for (std::uint32_t i = 0; i < kShort.size(); ++i)
@@ -324,7 +323,13 @@ bool comm_pid_prio(string_view s, std::string& comm, int& pid, int& prio, string
 
 bool parse_sched_switch(string_view p, SchedSwitch& e, std::string& err) {
   if (p.find("prev_comm=") != string_view::npos) {  // raw kernel format
-    string_view c1, pid1, pr1, st, c2, pid2, pr2;
+    string_view c1;
+    string_view pid1;
+    string_view pr1;
+    string_view st;
+    string_view c2;
+    string_view pid2;
+    string_view pr2;
     const bool ok = raw_field(p, "prev_comm=", {" prev_pid="}, c1) &&
                     raw_field(p, "prev_pid=", {" prev_prio="}, pid1) &&
                     raw_field(p, "prev_prio=", {" prev_state="}, pr1) &&
@@ -341,7 +346,8 @@ bool parse_sched_switch(string_view p, SchedSwitch& e, std::string& err) {
     return true;
   }
   const std::size_t arrow = p.find(" ==> ");
-  string_view state, rest;
+  string_view state;
+  string_view rest;
   if (arrow == string_view::npos ||
       !comm_pid_prio(p.substr(0, arrow), e.prev_comm, e.prev_pid, e.prev_prio, state) ||
       trim(state).empty() ||
@@ -354,7 +360,10 @@ bool parse_sched_switch(string_view p, SchedSwitch& e, std::string& err) {
 bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   string_view v;
   if (starts_with(p, "comm=")) {  // raw kernel format
-    string_view c, pid, prio, cpu;
+    string_view c;
+    string_view pid;
+    string_view prio;
+    string_view cpu;
     const bool ok = raw_field(p, "comm=", {" pid="}, c) && raw_field(p, "pid=", {" "}, pid) &&
                     raw_field(p, "prio=", {" "}, prio) && raw_field(p, "target_cpu=", {" "}, cpu) &&
                     to_int(pid, e.pid) && to_int(prio, e.prio) && to_int(cpu, e.target_cpu);
@@ -423,7 +432,8 @@ bool timestamp_token(string_view t, std::int64_t& ts, bool& raw) {
     raw = true;
     return to_i64(t, ts);
   }
-  const string_view sec = t.substr(0, dot), frac = t.substr(dot + 1);
+  const string_view sec = t.substr(0, dot);
+  const string_view frac = t.substr(dot + 1);
   if (!all_digits(sec) || !all_digits(frac)) return false;
   std::int64_t s = 0;
   if (!to_i64(sec, s) || s > std::numeric_limits<std::int64_t>::max() / 1000000000 - 1)
@@ -444,18 +454,16 @@ bool event_token(string_view t, string_view& sys, string_view& name) {
   name = colon == string_view::npos ? t : t.substr(colon + 1);
   auto ident = [](string_view s) {
     if (s.empty() || !(is_alpha(s[0]) || s[0] == '_')) return false;
-    for (char c : s)
-      if (!(is_alpha(c) || is_digit(c) || c == '_')) return false;
-    return true;
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
   };
   return ident(name) && (colon == string_view::npos || ident(sys));
 }
 
 bool flags_token(string_view t) {
   if (t.empty() || t.size() > 8) return false;
-  for (char c : t)
-    if (!(is_alpha(c) || is_digit(c) || c == '.')) return false;
-  return true;
+  return std::all_of(t.begin(), t.end(),
+                     [](char c) { return is_alpha(c) || is_digit(c) || c == '.'; });
 }
 
 bool cpu_token(string_view t, int& cpu) {
@@ -541,9 +549,7 @@ bool parse_prefix(string_view s, TraceRecord& r) {
 }  // namespace
 
 bool is_known_event(std::string_view event) {
-  for (const auto k : kKnown)
-    if (k == event) return true;
-  return false;
+  return std::any_of(kKnown.begin(), kKnown.end(), [&](auto k) { return k == event; });
 }
 
 TraceEventData parse_payload(std::string_view event, std::string_view p, std::string& err) {
@@ -609,7 +615,8 @@ TraceRecord parse_trace_line(std::string_view line, std::size_t line_no) {
     };
     string_view ev = next();
     if (starts_with(ev, "(+") && ev.back() == ')') ev = next();  // latency delta column
-    string_view sys, name;
+    string_view sys;
+    string_view name;
     if (!event_token(ev, sys, name)) continue;
     if (!parse_prefix(s.substr(0, tb), r)) return r;  // r.error set
     r.kind = LineKind::Event;

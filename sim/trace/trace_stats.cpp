@@ -34,7 +34,7 @@ double DurationStats::bucket_hi_us(std::size_t b) {
 
 double TraceSummary::span_s() const {
   if (!has_time) return 0.0;
-  const double d = static_cast<double>(last_ts - first_ts);
+  const auto d = static_cast<double>(last_ts - first_ts);
   return raw_clock ? d / raw_ticks_per_s : d / 1e9;
 }
 

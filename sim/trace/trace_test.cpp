@@ -421,7 +421,7 @@ TEST_CASE("broken lines are reported with their line numbers, never dropped or t
   lines[9] = " qemu-system-x86-8397    [002] .....  kvm_tdp_mmu_spte_changed: as id 0 gfn 9e";
   REQUIRE(lines[25].find("kvm_exit: vcpu 0 reason EXTERNAL_INTERRUPT") != std::string::npos);
   lines[25] = lines[25].substr(0, lines[25].find(" rip "));
-  lines.push_back("this is not a trace line");
+  lines.emplace_back("this is not a trace line");
   std::string broken;
   for (const auto& l : lines) broken += l + "\n";
   const TraceSummary s = stats_of(broken);
@@ -671,7 +671,8 @@ TEST_CASE("writer framing is trace-cmd report's, byte for byte", "[trace]") {
 TEST_CASE("stats: hv timer, lapic expire, wakeups, pairing by cpu, JSON", "[trace]") {
   std::ostringstream out;
   TraceWriter w(out);
-  const TraceTask v0{"CPU 0/KVM", 100}, v1{"CPU 1/KVM", 101};
+  const TraceTask v0{"CPU 0/KVM", 100};
+  const TraceTask v1{"CPU 1/KVM", 101};
   std::int64_t t = 1000000000;
   for (int i = 0; i < 3; ++i) {
     w.kvm_exit(t, v0, 2, 0, kvmsim::ExitReason::MSR_WRITE, 0x1000);

@@ -162,7 +162,7 @@ void VcdObserver::copy_with_fixed_date(const std::string& from, const std::strin
   std::size_t n;
   while (ok && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0)
     ok = std::fwrite(buf.data(), 1, n, out) == n;
-  ok = ok && !std::ferror(in);
+  ok = ok && (std::ferror(in) == 0);
   const int err = errno;
   std::fclose(in);
   ok = (std::fclose(out) == 0) && ok;
@@ -178,7 +178,7 @@ bool VcdObserver::past_limit(Tsc t) {
   if (!tf_) return true;
   if (t < limit_) {
     if (++events_ % 4096 == 0) check_size(t);
-    return !tf_;
+    return tf_ == nullptr;
   }
   finish();
   return true;

@@ -43,7 +43,7 @@ TEST_CASE("hypercalls: KVM_HC_KICK_CPU and KVM_HC_SCHED_YIELD are registered und
   CHECK(std::string(g_kvm_hypercalls[KVM_HC_KICK_CPU].name) == "KVM_HC_KICK_CPU");
   CHECK(std::string(g_kvm_hypercalls[KVM_HC_SCHED_YIELD].name) == "KVM_HC_SCHED_YIELD");
   int registered = 0;
-  for (const Hypercall& h : g_kvm_hypercalls) registered += h.fn != nullptr;
+  for (const Hypercall& h : g_kvm_hypercalls) registered += static_cast<int>(h.fn != nullptr);
   CHECK(registered == 2);
 }
 

@@ -23,7 +23,7 @@ HaltConfig HaltConfig::from(const ParamSet& p, const TscClock& clk) {
   hp.grow_start = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_grow_start"));
   hp.shrink = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_shrink"));
   hp.timer_ns = static_cast<std::uint32_t>(p.i("kvm.halt_poll_ns_timer"));
-  const std::string rule = p.s("kvm.halt_poll_rule");
+  const std::string& rule = p.s("kvm.halt_poll_rule");
   hp.rule = rule == "v4.0"    ? HaltPollRule::V4_0
             : rule == "v4.3"  ? HaltPollRule::V4_3
             : rule == "v4.7"  ? HaltPollRule::V4_7

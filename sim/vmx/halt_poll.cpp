@@ -60,6 +60,9 @@ HaltPollUpdate halt_poll_update(const HaltPollParams& p, std::uint32_t& halt_pol
   if (p.rule == HaltPollRule::V4_0) return u;  // the window is always the maximum
   if (p.rule == HaltPollRule::V4_3 && p.max_ns == 0) return u;
   const bool invalid_first = p.rule >= HaltPollRule::V5_2;
+  // The kernel's tests in the kernel's order: several lead to the same update,
+  // and merging them would hide which era's rule decided.
+  // NOLINTBEGIN(bugprone-branch-clone)
   if (invalid_first && !valid) {
     u.kind = HaltPollUpdate::Kind::Shrink;
   } else if (p.max_ns == 0) {
@@ -76,6 +79,7 @@ HaltPollUpdate halt_poll_update(const HaltPollParams& p, std::uint32_t& halt_pol
   } else {
     return u;
   }
+  // NOLINTEND(bugprone-branch-clone)
   u.new_ns = u.kind == HaltPollUpdate::Kind::Grow ? grow_halt_poll_ns(p, halt_poll_ns)
                                                   : shrink_halt_poll_ns(p, halt_poll_ns);
   halt_poll_ns = u.new_ns;

@@ -59,7 +59,7 @@ std::uint32_t halt_poll_window(const HaltPollParams& p, std::uint32_t& halt_poll
 HaltPollUpdate halt_poll_update(const HaltPollParams& p, std::uint32_t& halt_poll_ns,
                                 std::uint64_t halt_ns, bool valid = true);
 
-std::uint32_t grow_halt_poll_ns(const HaltPollParams& p, std::uint32_t val);
-std::uint32_t shrink_halt_poll_ns(const HaltPollParams& p, std::uint32_t val);
+std::uint32_t grow_halt_poll_ns(const HaltPollParams& p, std::uint32_t old);
+std::uint32_t shrink_halt_poll_ns(const HaltPollParams& p, std::uint32_t old);
 
 }  // namespace kvmsim

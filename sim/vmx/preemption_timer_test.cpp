@@ -48,10 +48,10 @@ TEST_CASE("preemption timer value is (hv_deadline - now) >> rate_shift, truncate
   CHECK(vmx_preemption_timer_value(now + 31, now, 5) == 0);  // less than a tick
   CHECK(vmx_preemption_timer_value(now + 1, now, 5) == 0);
   // rate 7: one tick = 128 cycles.
-  CHECK(vmx_preemption_timer_value(now + 128 * 1000 + 127, now, 7) == 1000);
+  CHECK(vmx_preemption_timer_value(now + 128 * 1000ULL + 127, now, 7) == 1000);
   CHECK(vmx_preemption_timer_value(now + 12345, now, 0) == 12345);
   // Only the difference matters, not the alignment of now.
-  CHECK(vmx_preemption_timer_value(now + 7 + 32 * 9, now + 7, 5) == 9);
+  CHECK(vmx_preemption_timer_value(now + 7 + 32ULL * 9, now + 7, 5) == 9);
 }
 
 TEST_CASE("preemption timer value is 0 when the deadline has passed or is now",
@@ -142,7 +142,8 @@ TEST_CASE("preemption timer can fire almost two ticks early when entry is just b
           "[vmx][preemption_timer]") {
   // rate 5: entry at 31, deadline 94 -> value (94-31)>>5 = 1; the counter
   // decrements at TSC 32 and fires 62 cycles (2*32 - 2) before the deadline.
-  const Tsc entry = 31, deadline = 94;
+  const Tsc entry = 31;
+  const Tsc deadline = 94;
   const std::uint32_t v = vmx_preemption_timer_value(deadline, entry, 5);
   CHECK(v == 1);
   CHECK(vmx_preemption_timer_fire_tsc(entry, v, 5) == 32);
@@ -177,7 +178,9 @@ TEST_CASE(
   }
   // A concrete case: a gap of 10 000 cycles (far more than a tick) makes it
   // late by 10 000 - (early quantisation).
-  const Tsc t_prog = 1 << 20, deadline = t_prog + 32 * 1000, t_entry = t_prog + 10'000;
+  const Tsc t_prog = 1 << 20;
+  const Tsc deadline = t_prog + 32ULL * 1000;
+  const Tsc t_entry = t_prog + 10'000;
   const Tsc fire =
       vmx_preemption_timer_fire_tsc(t_entry, vmx_preemption_timer_value(deadline, t_prog, 5), 5);
   CHECK(fire > deadline + 10'000 - 64);
@@ -284,7 +287,7 @@ TEST_CASE(
   }
   // The advance is in guest cycles: subtracted before scaling.
   const auto adv = vmx_set_hv_timer(half, 5, tscl, guest_now + 10'000, 1'000);
-  CHECK(adv.hv_deadline_tsc - tscl == 2 * 9'000);
+  CHECK(adv.hv_deadline_tsc - tscl == 2ULL * 9'000);
 
   // A ratio that is not a power of two: guest 2.1 GHz on a 3 GHz host.
   const TscScaling r07 = scaling(2'100'000, 3'000'000);

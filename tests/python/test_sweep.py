@@ -162,3 +162,9 @@ def test_a_runs_warnings_land_in_its_row_not_as_python_warnings(recwarn):
     assert df.loc[0, "warnings"] == ""
     assert "halt polling is configured" in df.loc[1, "warnings"]
     assert not [w for w in recwarn if issubclass(w.category, kvmsim.KvmsimWarning)]
+
+
+def test_workers_with_a_client_is_an_error_not_a_silently_ignored_setting():
+    # On a cluster each worker's --nthreads decides; workers= would not act.
+    with pytest.raises(kvmsim.ScenarioError, match="workers= and client="):
+        kvmsim.sweep(SWEEP_T1, workers=2, client=object())

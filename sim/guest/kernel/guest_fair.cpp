@@ -114,7 +114,8 @@ void GuestFair::task_tick(Tsc now) {
   bool resched = delta_exec > ideal;
   if (!resched && delta_exec >= rq_.cfg_.fair.min_granularity_ns * factor()) {
     const GuestTask* left = leftmost();
-    resched = left && rq_.current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
+    resched = (left != nullptr) &&
+              rq_.current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
   }
   if (resched) {
     rq_.need_resched_ = true;

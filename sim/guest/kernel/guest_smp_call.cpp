@@ -145,7 +145,7 @@ class GuestSmpCalls::CrossCall : public KernelWork {
 // unlocked first (func and info copied) so its owner may reuse it.
 class GuestSmpCalls::FlushCallQueue : public KernelWork {
  public:
-  explicit FlushCallQueue(std::deque<Csd*> list) {
+  explicit FlushCallQueue(const std::deque<Csd*>& list) {
     for (Csd* c : list) entries_.push_back({c, c->func, c->sync});
   }
   std::optional<GuestStep> next(GuestKernel& k, Tsc now) override {

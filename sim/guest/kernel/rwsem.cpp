@@ -102,7 +102,7 @@ GuestRwsem::Result GuestRwsem::down_write(GuestKernel& k, GuestTask* t, RwsemWai
   // is on its CPU (owner->on_cpu) and whose vCPU is not preempted (steal
   // time), while the spinner's own CPU has no need_resched.
   if (writer_) {
-    const bool preempted = writer_cpu_->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED;
+    const bool preempted = (writer_cpu_->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) != 0;
     if (!preempted && writer_cpu_->task_curr(writer_) && !k.need_resched()) {
       if (!w.spinning) {
         w.spinning = true;

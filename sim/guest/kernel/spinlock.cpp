@@ -67,7 +67,7 @@ std::optional<GuestStep> GuestSpinlock::enqueue(GuestKernel& k, Waiter w, Tsc no
   return spin_step(queue_.back(), k, now);
 }
 
-GuestSpinlock::Early GuestSpinlock::wait_early(std::deque<Waiter>::iterator it) const {
+GuestSpinlock::Early GuestSpinlock::wait_early(const std::deque<Waiter>::iterator& it) const {
   if (it == queue_.begin() || it->head) return Early::No;
   // pv_wait_early(): READ_ONCE(prev->state) != vcpu_running, or (v4.11-
   // v5.3) vcpu_is_preempted(prev->cpu), evaluated in that order. The guest's
@@ -121,7 +121,7 @@ void GuestSpinlock::new_head(Tsc /*now*/) {
 // The next spin of a PV waiter: the head spins out its budget for the lock
 // word; a CPU behind it spins in steps of PV_PREV_CHECK_MASK + 1 loops, the
 // pv_wait_early() period. Both end early on the store that hands over.
-GuestStep GuestSpinlock::spin_step(Waiter& w, GuestKernel& k, Tsc now) {
+GuestStep GuestSpinlock::spin_step(Waiter& w, GuestKernel& k, Tsc now) const {
   const Tsc chunk =
       w.head ? w.budget
              : std::min(w.budget, static_cast<Tsc>(cfg_.prev_check_loops) * cfg_.loop_cycles);

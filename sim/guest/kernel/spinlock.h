@@ -164,10 +164,10 @@ class GuestSpinlock {
   // Joins the MCS queue with the wait that began at w.since.
   std::optional<GuestStep> enqueue(GuestKernel& k, Waiter w, Tsc now);
   void new_head(Tsc now);
-  GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now);
+  GuestStep spin_step(Waiter& w, GuestKernel& k, Tsc now) const;
   // pv_wait_early()'s verdict on the node at `it`.
   enum class Early : std::uint8_t { No, PrevHalted, PrevPreempted };
-  [[nodiscard]] Early wait_early(std::deque<Waiter>::iterator it) const;
+  [[nodiscard]] Early wait_early(const std::deque<Waiter>::iterator& it) const;
   GuestStep halt(Waiter& w, Early early);  // pv_wait(): HLT
 
   SpinlockConfig cfg_;

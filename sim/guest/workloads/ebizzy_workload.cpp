@@ -365,7 +365,8 @@ class EbizzyWorkload : public LinuxWorkload {
     // How evenly the threads shared their vCPUs: the fewest and most records
     // one thread made, and the thread count.
     if (!threads_list_.empty()) {
-      std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+      std::uint64_t lo = ~std::uint64_t{0};
+      std::uint64_t hi = 0;
       for (const auto& t : threads_list_) {
         lo = std::min(lo, t->records());
         hi = std::max(hi, t->records());

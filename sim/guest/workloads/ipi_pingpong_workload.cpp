@@ -55,7 +55,7 @@ class PingPongTask : public GuestTask {
     if (done_) return GuestStep::idle(Stage::GuestUser);
     if (initiator_) {
       if (started_) {  // the token is back: one round trip
-        const double rtt = static_cast<double>(k.guest_ns(now) - t0_ns_);
+        const auto rtt = static_cast<double>(k.guest_ns(now) - t0_ns_);
         stats_->sum_ns += rtt;
         stats_->min_ns = std::min(stats_->min_ns, rtt);
         stats_->max_ns = std::max(stats_->max_ns, rtt);
@@ -114,7 +114,7 @@ class IpiPingPong : public Workload {
   }
 
   void report(Metrics& m, const TscClock& /*clk*/) const override {
-    const double n = static_cast<double>(stats_.rounds);
+    const auto n = static_cast<double>(stats_.rounds);
     m["ipi_pingpong.round_trips"] = n;
     m["ipi_pingpong.avg_us"] = stats_.rounds ? stats_.sum_ns / n / 1000 : 0;
     m["ipi_pingpong.min_us"] = stats_.rounds ? stats_.min_ns / 1000 : 0;

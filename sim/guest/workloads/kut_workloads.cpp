@@ -48,7 +48,8 @@ class TscdeadlineLatencyWorkload : public Workload {
   void report(Metrics& m, const TscClock& /*clk*/) const override {
     const auto& lat = test_->latencies();
     double sum = 0;
-    std::int64_t lo = lat.empty() ? 0 : lat.front(), hi = lo;
+    std::int64_t lo = lat.empty() ? 0 : lat.front();
+    std::int64_t hi = lo;
     for (auto l : lat) {
       sum += static_cast<double>(l);
       lo = std::min(lo, l);

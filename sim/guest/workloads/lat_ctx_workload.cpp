@@ -84,7 +84,9 @@ class LatCtx : public Workload {
     std::string item;
     while (std::getline(ss, item, ',')) {
       Point pt;
-      char pc = 0, slash = 0, kc = 0;
+      char pc = 0;
+      char slash = 0;
+      char kc = 0;
       std::istringstream is(item);
       if (!(is >> pt.procs >> pc >> slash >> pt.kb >> kc) || pc != 'p' || slash != '/' ||
           kc != 'K' || pt.procs < 2 || pt.procs > 1024 || pt.kb > 65536)

@@ -200,7 +200,7 @@ class TimerStormWorkload : public Workload {
     m["timer_storm.expiries"] = static_cast<double>(s.expiries);
     m["timer_storm.overruns"] = static_cast<double>(s.overruns);
     m["timer_storm.period_ns"] = period_ns_;
-    const double n = static_cast<double>(s.expiries);
+    const auto n = static_cast<double>(s.expiries);
     m["timer_storm.lateness_avg_ns"] = s.expiries ? s.lateness_sum_ns / n : 0.0;
     m["timer_storm.lateness_max_ns"] = s.lateness_max_ns;
     // Rate achieved between the first and the last callback (host clock).
