@@ -1,6 +1,6 @@
 #include "sim/model_params.h"
 
-#include "sim/guest/workloads/workload.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 
@@ -15,7 +15,7 @@ const ParamRegistry& model_params() {
     declare_vmx_eras(r);
     declare_lapic_eras(r);
     declare_guest_eras(r);
-    // Workloads declare their own keys (sim/guest/workloads/workload.h).
+    // Workloads declare their own keys (sim/workload.h).
     for (const auto& [name, info] : WorkloadRegistry::instance().all())
       if (info.declare) info.declare(r);
     return r;

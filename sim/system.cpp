@@ -12,13 +12,13 @@
 
 #include "sim/checks/sched_invariants.h"
 #include "sim/core/invariants.h"
-#include "sim/guest/workloads/workload.h"
 #include "sim/sched/host.h"
 #include "sim/sched/host_task.h"
 #include "sim/trace/trace_observer.h"
 #include "sim/views/perfetto_observer.h"
 #include "sim/views/vcd_observer.h"
 #include "sim/vmx/vm.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {

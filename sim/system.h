@@ -1,6 +1,6 @@
 // A simulated system assembled from parts (gem5's configuration tree): the
 // host (topology, pCPUs, host tick), the VMs (vCPUs with their LAPICs), the
-// workload (from the registry, sim/guest/workloads/workload.h) and the observers
+// workload (from the registry, sim/workload.h) and the observers
 // (statistics, traces, teaching views). Every part reports its own metrics.
 //
 // SystemC elaborates once per process: one System (one run_simulation()) per
@@ -20,6 +20,7 @@
 #include "sim/core/metrics.h"
 #include "sim/core/params.h"
 #include "sim/core_observers.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 
@@ -66,11 +67,8 @@ struct RunOptions {
 RunResult run_simulation(const ParamSet& params, const RunOptions& opts = {});
 
 class Host;
-class Vm;
-class Vcpu;
-class Workload;
 
-class System {
+class System final : public Machine {
  public:
   System(const ParamSet& p, const RunOptions& opts);
   ~System();
@@ -79,17 +77,18 @@ class System {
 
   RunResult run();
 
-  // What a workload builds itself on.
-  [[nodiscard]] const ParamSet& params() const { return p_; }
+  // What a workload builds itself on (sim/workload.h).
+  [[nodiscard]] const ParamSet& params() const override { return p_; }
+  [[nodiscard]] const TscClock& clock() const override { return ctx_.clock; }
+  [[nodiscard]] const std::vector<std::unique_ptr<Vm>>& vms() const override { return vms_; }
+  [[nodiscard]] const std::vector<Vcpu*>& vcpus() const override { return vcpus_; }
+  [[nodiscard]] int vcpus_per_vm() const override { return vcpus_per_vm_; }
+  void add_observer(Observer* o) override { o->connect(ctx_.signals); }
+  void stop() override;
+
+  // The whole model, for tests and tools that look inside a run.
   SimContext& ctx() { return ctx_; }
   Host& host() { return *host_; }
-  [[nodiscard]] const std::vector<std::unique_ptr<Vm>>& vms() const { return vms_; }
-  [[nodiscard]] const std::vector<Vcpu*>& vcpus() const { return vcpus_; }  // VM-major
-  [[nodiscard]] int vcpus_per_vm() const { return vcpus_per_vm_; }
-  void add_observer(Observer* o) { o->connect(ctx_.signals); }
-  void add_metric_source(const MetricSource* s) { metric_sources_.push_back(s); }
-  // The workload is done: the run ends at this simulated time.
-  void stop();
 
  private:
   void attach_views(const RunOptions& opts);

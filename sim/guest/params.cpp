@@ -1,6 +1,6 @@
 // Guest kernel and workloads.
-#include "sim/guest/workloads/workload.h"
 #include "sim/model_params.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "sim/guest/kernel/guest_smp.h"
-#include "sim/system.h"
 #include "sim/vmx/vm.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 
@@ -71,11 +71,11 @@ int workload_vcpu(const ParamSet& p) {
   return static_cast<int>(v);
 }
 
-std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {
-  const GuestCosts gc = guest_costs(sys.params(), sys.ctx().clock);
-  const GuestConfig cfg = guest_config(sys.params());
+std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(Machine& machine) {
+  const GuestCosts gc = guest_costs(machine.params(), machine.clock());
+  const GuestConfig cfg = guest_config(machine.params());
   std::vector<std::unique_ptr<GuestKernel>> guests;
-  for (const auto& vm : sys.vms()) {
+  for (const auto& vm : machine.vms()) {
     // One SMP view per VM; guest CPU n is the VM's vCPU n.
     auto smp = std::make_shared<GuestSmp>();
     int cpu = 0;
@@ -84,7 +84,7 @@ std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys) {
       // arch_haltpoll_enable(): with cpuidle-haltpoll the guest writes 0 to
       // MSR_KVM_POLL_CONTROL at boot (if KVM_FEATURE_POLL_CONTROL is
       // offered), so kvm_arch_no_poll() turns host halt polling off.
-      if (cfg.haltpoll.max_ns && sys.params().b("kvm.poll_control")) v->set_poll_control(false);
+      if (cfg.haltpoll.max_ns && machine.params().b("kvm.poll_control")) v->set_poll_control(false);
       guests.back()->set_smp(smp, cpu++);
       smp->add_cpu(guests.back().get());
       v->set_guest(guests.back().get());

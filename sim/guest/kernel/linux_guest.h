@@ -12,7 +12,7 @@
 
 namespace kvmsim {
 
-class System;
+class Machine;  // sim/workload.h
 
 GuestCosts guest_costs(const ParamSet& p, const TscClock& clk);
 GuestConfig guest_config(const ParamSet& p);
@@ -23,7 +23,7 @@ int workload_vcpu(const ParamSet& p);
 
 // One GuestKernel per vCPU (VM-major), installed as the vCPU's guest.
 // Each VM's kernels share one GuestSmp (sim/guest/kernel/guest_smp.h).
-std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(System& sys);
+std::vector<std::unique_ptr<GuestKernel>> boot_linux_guests(Machine& machine);
 
 // The guest.ipi.* / guest.smp_call.* / guest.wakeups.* counters summed over
 // the VMs of `guests`, for workloads that use SMP to report.

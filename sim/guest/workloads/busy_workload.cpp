@@ -2,8 +2,7 @@
 // cyclictest.vcpu of VM 0 in a Linux guest; runs for sim.max_simulated_s.
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/cpu_hog.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -12,8 +11,8 @@ class BusyWorkload : public Workload {
  public:
   explicit BusyWorkload(const ParamSet& p) : vcpu_(workload_vcpu(p)) {}
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
-  void build(System& sys) override {
-    guests_ = boot_linux_guests(sys);
+  void build(Machine& machine) override {
+    guests_ = boot_linux_guests(machine);
     guests_.at(static_cast<std::size_t>(vcpu_))->add_task(&hog_);
   }
   [[nodiscard]] int measuring_vcpu() const override { return vcpu_; }

@@ -3,8 +3,7 @@
 #include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/cyclictest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -18,13 +17,13 @@ class CyclictestWorkload : public Workload {
     cfg_.nsecs = p.b("cyclictest.nsecs");
   }
 
-  void build(System& sys) override {
-    const ParamSet& p = sys.params();
-    const TscClock& clk = sys.ctx().clock;
+  void build(Machine& machine) override {
+    const ParamSet& p = machine.params();
+    const TscClock& clk = machine.clock();
     CyclictestCosts costs{p.dist("cost.cyclictest.nanosleep_enter").bind(clk),
                           p.dist("cost.cyclictest.nanosleep_return").bind(clk)};
-    task_ = std::make_unique<Cyclictest>(cfg_, costs, [&sys] { sys.stop(); });
-    guests_ = boot_linux_guests(sys);
+    task_ = std::make_unique<Cyclictest>(cfg_, costs, [&machine] { machine.stop(); });
+    guests_ = boot_linux_guests(machine);
     guests_.at(static_cast<std::size_t>(vcpu_))->add_task(task_.get());
   }
 

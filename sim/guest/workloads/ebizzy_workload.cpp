@@ -45,7 +45,6 @@
 #include "sim/guest/kernel/spinlock.h"
 #include "sim/guest/kernel/tlb_flush.h"
 #include "sim/guest/workloads/linux_workload.h"
-#include "sim/system.h"
 
 namespace kvmsim {
 namespace {
@@ -307,16 +306,16 @@ class EbizzyWorkload : public LinuxWorkload {
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
-  void build_on(System& sys, std::vector<std::unique_ptr<GuestKernel>> guests) override {
-    const auto& clk = sys.ctx().clock;
-    const ParamSet& p = sys.params();
+  void build_on(Machine& machine, std::vector<std::unique_ptr<GuestKernel>> guests) override {
+    const auto& clk = machine.clock();
+    const ParamSet& p = machine.params();
     const auto S = [&](const char* key) { return p.dist(key).bind(clk); };
     TlbFlushCosts tc;
     tc.flush_local = S("cost.guest.flush_tlb_local");
     tc.flush_func = S("cost.guest.flush_tlb_func");
     tc.pv_check = S("cost.guest.pv_flush_tlb_check");
     guests_ = std::move(guests);
-    const int vcpus = sys.vcpus_per_vm();
+    const int vcpus = machine.vcpus_per_vm();
     // One ebizzy process per VM: guests_ holds the VMs' kernels VM-major.
     for (std::size_t g = 0; g < guests_.size(); g += static_cast<std::size_t>(vcpus)) {
       // read_options(): threads = 2 * sysconf(_SC_NPROCESSORS_ONLN).

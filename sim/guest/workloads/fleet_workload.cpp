@@ -18,7 +18,6 @@
 #include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/cyclictest.h"
 #include "sim/guest/workloads/linux_workload.h"
-#include "sim/system.h"
 
 namespace kvmsim {
 namespace {
@@ -57,22 +56,23 @@ class FleetWorkload : public Workload {
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
-  void build(System& sys) override {
-    const ParamSet& p = sys.params();
-    const TscClock& clk = sys.ctx().clock;
-    auto guests = boot_linux_guests(sys);
-    const auto split = static_cast<std::ptrdiff_t>(ebizzy_vms_) * sys.vcpus_per_vm();
+  void build(Machine& machine) override {
+    const ParamSet& p = machine.params();
+    const TscClock& clk = machine.clock();
+    auto guests = boot_linux_guests(machine);
+    const auto split = static_cast<std::ptrdiff_t>(ebizzy_vms_) * machine.vcpus_per_vm();
     // The latency VMs' kernels stay here; the ebizzy VMs' go to the ebizzy part.
     std::vector<std::unique_ptr<GuestKernel>> noisy;
     std::move(guests.begin(), guests.begin() + split, std::back_inserter(noisy));
     guests_.assign(std::make_move_iterator(guests.begin() + split),
                    std::make_move_iterator(guests.end()));
-    if (ebizzy_vms_ > 0) ebizzy_->build_on(sys, std::move(noisy));
-    for (std::size_t g = 0; g < guests_.size(); g += static_cast<std::size_t>(sys.vcpus_per_vm())) {
+    if (ebizzy_vms_ > 0) ebizzy_->build_on(machine, std::move(noisy));
+    for (std::size_t g = 0; g < guests_.size();
+         g += static_cast<std::size_t>(machine.vcpus_per_vm())) {
       CyclictestCosts costs{p.dist("cost.cyclictest.nanosleep_enter").bind(clk),
                             p.dist("cost.cyclictest.nanosleep_return").bind(clk)};
-      tasks_.push_back(std::make_unique<Cyclictest>(cfg_, std::move(costs), [this, &sys] {
-        if (++tasks_done_ == tasks_.size()) sys.stop();
+      tasks_.push_back(std::make_unique<Cyclictest>(cfg_, std::move(costs), [this, &machine] {
+        if (++tasks_done_ == tasks_.size()) machine.stop();
       }));
       guests_.at(g + static_cast<std::size_t>(vcpu_))->add_task(tasks_.back().get());
     }

@@ -7,8 +7,7 @@
 // interrupt. Runs for sim.max_simulated_s; the idle cost is the busy
 // fraction of the vCPU's pCPU (host.cpu.N.busy_frac).
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -17,7 +16,7 @@ class IdleWorkload : public Workload {
  public:
   explicit IdleWorkload(const ParamSet& /*p*/) {}
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
-  void build(System& sys) override { guests_ = boot_linux_guests(sys); }
+  void build(Machine& machine) override { guests_ = boot_linux_guests(machine); }
   void report(Metrics& m, const TscClock& /*clk*/) const override { report_guest_idle(guests_, m); }
 
  private:

@@ -12,8 +12,7 @@
 
 #include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -97,10 +96,10 @@ class IpiPingPong : public Workload {
           p.origin("vm.vcpus"), p.i("vm.vcpus")));
   }
 
-  void build(System& sys) override {
-    const Sampler hop = sys.params().dist("cost.ipi_pingpong.hop").bind(sys.ctx().clock);
+  void build(Machine& machine) override {
+    const Sampler hop = machine.params().dist("cost.ipi_pingpong.hop").bind(machine.clock());
     a_ = std::make_unique<PingPongTask>("pingpong-a", true, hop, rounds_, &stats_,
-                                        [&sys] { sys.stop(); });
+                                        [&machine] { machine.stop(); });
     b_ = std::make_unique<PingPongTask>("pingpong-b", false, hop, rounds_, &stats_, nullptr);
     a_->set_peer(b_.get());
     b_->set_peer(a_.get());
@@ -108,7 +107,7 @@ class IpiPingPong : public Workload {
       a_->bound_cpu = 0;
       b_->bound_cpu = 1;
     }
-    guests_ = boot_linux_guests(sys);
+    guests_ = boot_linux_guests(machine);
     guests_.at(0)->add_task(a_.get());
     guests_.at(1)->attach_sleeping_task(b_.get());
   }

@@ -5,9 +5,8 @@
 #include "sim/core/metric_decl.h"
 #include "sim/guest/workloads/kut.h"
 #include "sim/guest/workloads/kut_ipi.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
 #include "sim/vmx/vm.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -35,11 +34,11 @@ class TscdeadlineLatencyWorkload : public Workload {
     cfg_.breakmax = static_cast<std::uint64_t>(p.i("tscdeadline_latency.breakmax"));
     cfg_.hlt = p.b("tscdeadline_latency.hlt");
   }
-  void build(System& sys) override {
-    Vcpu& v = *sys.vcpus().front();
-    guest_tsc_khz_ = sys.vms().front()->guest_tsc_khz();
-    test_ = std::make_unique<TscdeadlineLatencyTest>(v, kut_costs(sys.params(), sys.ctx().clock),
-                                                     cfg_, [&sys] { sys.stop(); });
+  void build(Machine& machine) override {
+    Vcpu& v = *machine.vcpus().front();
+    guest_tsc_khz_ = machine.vms().front()->guest_tsc_khz();
+    test_ = std::make_unique<TscdeadlineLatencyTest>(
+        v, kut_costs(machine.params(), machine.clock()), cfg_, [&machine] { machine.stop(); });
     v.set_guest(test_.get());
   }
   [[nodiscard]] std::uint64_t progress_total() const override { return cfg_.size; }
@@ -110,30 +109,32 @@ class VmexitWorkload : public Workload {
     }
   }
 
-  void build(System& sys) override {
-    const KutCosts kc = kut_costs(sys.params(), sys.ctx().clock);
-    Vcpu& v0 = *sys.vcpus().front();
-    sys.add_observer(&stage_totals_);
+  void build(Machine& machine) override {
+    const KutCosts kc = kut_costs(machine.params(), machine.clock());
+    Vcpu& v0 = *machine.vcpus().front();
+    machine.add_observer(&stage_totals_);
     if (!ipi_) {
-      auto t = std::make_unique<VmexitTimerTests>(v0, kc, tests_, goal_, [&sys] { sys.stop(); });
+      auto t =
+          std::make_unique<VmexitTimerTests>(v0, kc, tests_, goal_, [&machine] { machine.stop(); });
       t->set_stage_totals(&stage_totals_);
       timer_ = t.get();
       main_ = std::move(t);
       v0.set_guest(main_.get());
       return;
     }
-    const TscClock& clk = sys.ctx().clock;
-    KutIpiCosts ic{sys.params().dist("cost.kut.on_cpu").bind(clk),
-                   sys.params().dist("cost.kut.cacheline_transfer").bind(clk)};
-    auto t = std::make_unique<VmexitIpiTests>(v0, kc, ic, tests_, goal_, 1, [&sys] { sys.stop(); });
+    const TscClock& clk = machine.clock();
+    KutIpiCosts ic{machine.params().dist("cost.kut.on_cpu").bind(clk),
+                   machine.params().dist("cost.kut.cacheline_transfer").bind(clk)};
+    auto t = std::make_unique<VmexitIpiTests>(v0, kc, ic, tests_, goal_, 1,
+                                              [&machine] { machine.stop(); });
     t->set_stage_totals(&stage_totals_);
     ipi_tests_ = t.get();
     main_ = std::move(t);
     v0.set_guest(main_.get());
-    for (std::size_t i = 1; i < sys.vcpus().size(); ++i) {
+    for (std::size_t i = 1; i < machine.vcpus().size(); ++i) {
       aps_.push_back(
-          std::make_unique<KutIpiTarget>(*sys.vcpus()[i], kc, i == 1 ? ipi_tests_ : nullptr));
-      sys.vcpus()[i]->set_guest(aps_.back().get());
+          std::make_unique<KutIpiTarget>(*machine.vcpus()[i], kc, i == 1 ? ipi_tests_ : nullptr));
+      machine.vcpus()[i]->set_guest(aps_.back().get());
     }
   }
 

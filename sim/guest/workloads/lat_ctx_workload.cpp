@@ -22,8 +22,7 @@
 
 #include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -104,14 +103,16 @@ class LatCtx : public Workload {
                       p.origin("vm.vcpus"), p.i("vm.vcpus")));
   }
 
-  void build(System& sys) override {
-    sys_ = &sys;
-    const auto S = [&](const char* key) { return sys.params().dist(key).bind(sys.ctx().clock); };
+  void build(Machine& machine) override {
+    machine_ = &machine;
+    const auto S = [&](const char* key) {
+      return machine.params().dist(key).bind(machine.clock());
+    };
     read_ = S("cost.lat_ctx.pipe_read");
     write_ = S("cost.lat_ctx.pipe_write");
     touch_ = S("cost.lat_ctx.touch_kb");
-    guests_ = boot_linux_guests(sys);
-    nvcpus_ = static_cast<unsigned>(sys.params().i("vm.vcpus"));
+    guests_ = boot_linux_guests(machine);
+    nvcpus_ = static_cast<unsigned>(machine.params().i("vm.vcpus"));
     guests_.at(0)->add_task(start_point(0));
   }
 
@@ -143,13 +144,13 @@ class LatCtx : public Workload {
     if (lap_++ < laps_) return nullptr;
     *finished = true;
     if (point + 1 == points_.size()) {
-      sys_->stop();
+      machine_->stop();
       return nullptr;
     }
     return start_point(point + 1);
   }
   void add_overhead(std::size_t point, Tsc c) {
-    if (lap_ > 0) points_[point].ovr_ns += static_cast<double>(sys_->ctx().clock.cycles_to_ns(c));
+    if (lap_ > 0) points_[point].ovr_ns += static_cast<double>(machine_->clock().cycles_to_ns(c));
   }
   Sampler read_, write_, touch_;
 
@@ -169,7 +170,7 @@ class LatCtx : public Workload {
  private:
   std::uint64_t laps_;
   std::vector<Point> points_;
-  System* sys_ = nullptr;
+  Machine* machine_ = nullptr;
   unsigned nvcpus_ = 2;
   std::vector<std::unique_ptr<GuestKernel>> guests_;
   std::vector<std::vector<std::unique_ptr<LatCtxTask>>> rings_;

@@ -9,15 +9,15 @@
 
 #include "sim/guest/kernel/guest_kernel.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 
 class LinuxWorkload : public Workload {
  public:
-  void build(System& sys) override { build_on(sys, boot_linux_guests(sys)); }
-  // `guests`: the kernels of whole VMs, VM-major (sys.vcpus_per_vm() each).
-  virtual void build_on(System& sys, std::vector<std::unique_ptr<GuestKernel>> guests) = 0;
+  void build(Machine& machine) override { build_on(machine, boot_linux_guests(machine)); }
+  // `guests`: the kernels of whole VMs, VM-major (machine.vcpus_per_vm() each).
+  virtual void build_on(Machine& machine, std::vector<std::unique_ptr<GuestKernel>> guests) = 0;
 };
 
 // workload.type ebizzy (ebizzy_workload.cpp): one ebizzy process per VM given.

@@ -6,8 +6,7 @@
 
 #include "sim/guest/kernel/linux_guest.h"
 #include "sim/guest/workloads/cpu_hog.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -15,8 +14,8 @@ namespace {
 class OvercommitWorkload : public Workload {
  public:
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
-  void build(System& sys) override {
-    guests_ = boot_linux_guests(sys);
+  void build(Machine& machine) override {
+    guests_ = boot_linux_guests(machine);
     hogs_.resize(guests_.size());
     for (std::size_t i = 0; i < guests_.size(); ++i) guests_[i]->add_task(&hogs_[i]);
   }

@@ -12,8 +12,7 @@
 
 #include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -127,12 +126,13 @@ class SmpCallWorkload : public Workload {
     for (int c = 1; c <= n; ++c) targets_.push_back(c);
   }
 
-  void build(System& sys) override {
-    const auto& clk = sys.ctx().clock;
-    task_ = std::make_unique<SmpCallTask>(
-        targets_, calls_, wait_, sys.params().dist("cost.smp_call.func").bind(clk),
-        sys.params().dist("cost.smp_call.gap").bind(clk), &stats_, [&sys] { sys.stop(); });
-    guests_ = boot_linux_guests(sys);
+  void build(Machine& machine) override {
+    const auto& clk = machine.clock();
+    task_ = std::make_unique<SmpCallTask>(targets_, calls_, wait_,
+                                          machine.params().dist("cost.smp_call.func").bind(clk),
+                                          machine.params().dist("cost.smp_call.gap").bind(clk),
+                                          &stats_, [&machine] { machine.stop(); });
+    guests_ = boot_linux_guests(machine);
     guests_.at(0)->add_task(task_.get());
   }
 

@@ -22,9 +22,8 @@
 #include "sim/core/metric_decl.h"
 #include "sim/guest/kernel/guest_kernel.h"
 #include "sim/guest/kernel/linux_guest.h"
-#include "sim/guest/workloads/workload.h"
-#include "sim/system.h"
 #include "sim/vmx/vm.h"
+#include "sim/workload.h"
 
 namespace kvmsim {
 namespace {
@@ -167,12 +166,12 @@ class TimerStormWorkload : public Workload {
                       p.origin("timer_storm.vcpu"), vcpu_, p.i("vm.vcpus")));
   }
 
-  void build(System& sys) override {
-    const ParamSet& p = sys.params();
-    const TscClock& clk = sys.ctx().clock;
-    guests_ = boot_linux_guests(sys);
+  void build(Machine& machine) override {
+    const ParamSet& p = machine.params();
+    const TscClock& clk = machine.clock();
+    guests_ = boot_linux_guests(machine);
     GuestKernel& k = *guests_.at(static_cast<std::size_t>(vcpu_));
-    const std::uint64_t khz = sys.vms().front()->guest_tsc_khz();
+    const std::uint64_t khz = machine.vms().front()->guest_tsc_khz();
     // ktime period in ns, as the driver passes it; the clockevent runs on
     // the guest TSC, so the period in guest cycles is rounded to one.
     period_ns_ = 1e9 / static_cast<double>(rate_hz_);
@@ -185,7 +184,7 @@ class TimerStormWorkload : public Workload {
                       p.origin("timer_storm.rate_hz"), rate_hz_));
     timer_ =
         std::make_unique<StormTimer>(period, target_, p.dist("cost.timer_storm.callback").bind(clk),
-                                     stats_, [&sys] { sys.stop(); });
+                                     stats_, [&machine] { machine.stop(); });
     timer_->guest_khz_ = khz;
     starter_ =
         std::make_unique<StormStarter>(*timer_, period, p.dist("cost.timer_storm.start").bind(clk));

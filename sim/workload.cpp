@@ -1,4 +1,4 @@
-#include "sim/guest/workloads/workload.h"
+#include "sim/workload.h"
 
 #include <stdexcept>
 

@@ -1,6 +1,7 @@
-// Workloads: what the guests run. Each workload lives in its own files,
-// declares its parameters, builds itself on the VMs it is given and reports
-// its own metrics, and registers itself by name (OMNeT++'s Define_Module):
+// Workloads: what the guests run. Each workload lives in its own files
+// (sim/guest/workloads), declares its parameters, builds itself on the
+// Machine it is given and reports its own metrics, and registers itself by
+// name (OMNeT++'s Define_Module):
 //
 //   KVMSIM_REGISTER_WORKLOAD(my_workload, "doc sentence", declare_fn, make_fn);
 //
@@ -21,13 +22,39 @@
 
 namespace kvmsim {
 
-class System;
+class Observer;
+class Vcpu;
+class Vm;
+struct TscClock;
+
+// What a workload sees of the simulated system (System implements it): the
+// run's parameters and clock, the VMs and their vCPUs to install guests on,
+// and the run's end. Workloads do not reach the host or the observers'
+// plumbing beyond this.
+class Machine {
+ public:
+  [[nodiscard]] virtual const ParamSet& params() const = 0;
+  [[nodiscard]] virtual const TscClock& clock() const = 0;
+  [[nodiscard]] virtual const std::vector<std::unique_ptr<Vm>>& vms() const = 0;
+  [[nodiscard]] virtual const std::vector<Vcpu*>& vcpus() const = 0;  // VM-major
+  [[nodiscard]] virtual int vcpus_per_vm() const = 0;
+  // An observer of the model's signals for the workload's own numbers.
+  virtual void add_observer(Observer* o) = 0;
+  // The workload is done: the run ends at this simulated time.
+  virtual void stop() = 0;
+
+ protected:
+  Machine() = default;
+  ~Machine() = default;
+  Machine(const Machine&) = default;
+  Machine& operator=(const Machine&) = default;
+};
 
 class Workload : public MetricSource {
  public:
   // Installs the workload's guests (a Linux kernel with its tasks, or a bare
-  // kvm-unit-tests program) on the system's vCPUs. Calls sys.stop() when done.
-  virtual void build(System& sys) = 0;
+  // kvm-unit-tests program) on the machine's vCPUs. Calls m.stop() when done.
+  virtual void build(Machine& m) = 0;
   // cyclictest -h output, for workloads that measure a latency histogram.
   [[nodiscard]] virtual const LatencyHistogram* histogram() const { return nullptr; }
   // Samples expected (a progress line counts latency samples), 0 = none.
@@ -35,7 +62,7 @@ class Workload : public MetricSource {
   // The vCPU (VM-major index) whose LAPIC reports lapic.timer_advance_ns.
   [[nodiscard]] virtual int measuring_vcpu() const { return 0; }
   // No end of its own: runs until sim.max_simulated_s, and a run that gets
-  // there is complete (RunResult::completed); other workloads call sys.stop().
+  // there is complete (RunResult::completed); other workloads call Machine::stop().
   [[nodiscard]] virtual bool open_ended() const { return false; }
   // The share of the work done so far (0..1) for workloads that count it
   // another way than latency samples; negative = unknown (the pace warning).
