@@ -78,6 +78,45 @@ CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns
   return t;
 }
 
+CfsTunables CfsTunables::in_ns(std::uint64_t latency_ns, std::uint64_t min_granularity_ns,
+                               std::uint64_t wakeup_granularity_ns, TunableScaling scaling,
+                               int ncpus) {
+  if (min_granularity_ns == 0) throw std::invalid_argument("sched_min_granularity_ns is 0");
+  const unsigned f = tunable_scaling_factor(scaling, ncpus);
+  CfsTunables t;
+  t.latency = latency_ns * f;
+  t.min_granularity = min_granularity_ns * f;
+  t.wakeup_granularity = wakeup_granularity_ns * f;
+  t.ms = 1000000;
+  t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
+  return t;
+}
+
+namespace fair {
+
+Tsc sched_period(const CfsTunables& t, unsigned nr_running) {
+  return nr_running > t.nr_latency ? nr_running * t.min_granularity : t.latency;
+}
+
+bool check_preempt_tick(const CfsTunables& t, Tsc ran, Tsc ideal, const std::int64_t* left_lead) {
+  if (ran > ideal) return true;
+  if (ran < t.min_granularity || left_lead == nullptr) return false;
+  return *left_lead > 0 && static_cast<Tsc>(*left_lead) > ideal;
+}
+
+std::int64_t place_entity(const CfsTunables& t, std::int64_t min_vruntime, std::int64_t vruntime,
+                          Tsc vslice, bool initial) {
+  if (initial) return min_vruntime + static_cast<std::int64_t>(vslice);
+  return std::max(vruntime, min_vruntime - static_cast<std::int64_t>(t.latency / 2));
+}
+
+int wakeup_preempt_entity(std::int64_t vdiff, Tsc gran) {
+  if (vdiff <= 0) return -1;
+  return static_cast<Tsc>(vdiff) > gran ? 1 : 0;
+}
+
+}  // namespace fair
+
 CpuMask CpuMask::only(int cpu) { return of({cpu}); }
 
 CpuMask CpuMask::of(const std::vector<int>& cpus) {
@@ -135,13 +174,8 @@ void CfsRq::update_min_vruntime() {
 // never moves back in vruntime by sleeping. Without a parent to fork from, a
 // new entity takes the placed value as is (task_fork_fair starts from the parent's).
 void CfsRq::place_entity(SchedEntity& se, bool initial) {
-  std::int64_t v = min_vruntime_;
-  if (initial) {
-    se.vruntime = v + static_cast<std::int64_t>(sched_vslice(se));
-    return;
-  }
-  v -= static_cast<std::int64_t>(t_->latency / 2);
-  se.vruntime = std::max(se.vruntime, v);
+  se.vruntime =
+      fair::place_entity(*t_, min_vruntime_, se.vruntime, initial ? sched_vslice(se) : 0, initial);
 }
 
 // enqueue_entity(). A waking entity that stayed on this queue keeps an
@@ -269,14 +303,10 @@ bool CfsRq::entity_tick(Tsc now) {
 // min_granularity; in between, if curr is ahead of the leftmost by more than a slice.
 bool CfsRq::check_preempt_tick() const {
   if (curr_ == nullptr) return false;
-  const Tsc ideal = sched_slice(*curr_);
-  const Tsc ran = curr_->sum_exec_runtime - curr_->prev_sum_exec_runtime;
-  if (ran > ideal) return true;
-  if (ran < t_->min_granularity) return false;
   const SchedEntity* left = first();
-  if (left == nullptr) return false;
-  const std::int64_t delta = curr_->vruntime - left->vruntime;
-  return delta > 0 && static_cast<Tsc>(delta) > ideal;
+  const std::int64_t lead = left != nullptr ? curr_->vruntime - left->vruntime : 0;
+  return fair::check_preempt_tick(*t_, curr_->sum_exec_runtime - curr_->prev_sum_exec_runtime,
+                                  sched_slice(*curr_), left != nullptr ? &lead : nullptr);
 }
 
 Tsc CfsRq::slice_left(Tsc now) const {
@@ -322,9 +352,7 @@ bool CfsRq::check_preempt_wakeup(const SchedEntity& woken, Tsc now) {
 }
 
 int CfsRq::wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const {
-  const std::int64_t vdiff = curr.vruntime - se.vruntime;
-  if (vdiff <= 0) return -1;
-  return static_cast<Tsc>(vdiff) > wakeup_gran(se) ? 1 : 0;
+  return fair::wakeup_preempt_entity(curr.vruntime - se.vruntime, wakeup_gran(se));
 }
 
 // yield_task_fair(): nothing to yield to with one runnable entity;
@@ -337,9 +365,7 @@ void CfsRq::yield(Tsc now) {
 }
 
 // __sched_period(): stretch the period once more than nr_latency are runnable.
-Tsc CfsRq::sched_period(unsigned nr_running) const {
-  return nr_running > t_->nr_latency ? nr_running * t_->min_granularity : t_->latency;
-}
+Tsc CfsRq::sched_period(unsigned nr_running) const { return fair::sched_period(*t_, nr_running); }
 
 // sched_slice(): the entity's weighted share of the period, counting it as
 // runnable here if it is not yet (as for a new or waking entity).

@@ -48,7 +48,32 @@ struct CfsTunables {
   static CfsTunables from_ns(const TscClock& clock, std::uint64_t latency_ns,
                              std::uint64_t min_granularity_ns, std::uint64_t wakeup_granularity_ns,
                              std::uint64_t migration_cost_ns, TunableScaling scaling, int ncpus);
+  // The same, kept in ns (a guest kernel's run queue counts its own clock in ns).
+  static CfsTunables in_ns(std::uint64_t latency_ns, std::uint64_t min_granularity_ns,
+                           std::uint64_t wakeup_granularity_ns, TunableScaling scaling, int ncpus);
 };
+
+// The CFS rules of kernel/sched/fair.c over one run queue's numbers, in the
+// tunables' unit: the host's CfsRq (cycles) and the guest kernel's GuestFair
+// (guest ns) both decide with these, so the policy exists once.
+namespace fair {
+// __sched_period(): the latency, stretched to nr x min_granularity once more
+// than sched_nr_latency entities are runnable.
+Tsc sched_period(const CfsTunables& t, unsigned nr_running);
+// check_preempt_tick(): `ran` = sum_exec_runtime - prev_sum_exec_runtime,
+// `ideal` = sched_slice(curr); preempt once the slice is used up, never before
+// min_granularity, in between when curr's vruntime leads the leftmost's
+// (`left_lead`, absent with nothing queued) by more than the slice.
+bool check_preempt_tick(const CfsTunables& t, Tsc ran, Tsc ideal, const std::int64_t* left_lead);
+// place_entity(): a new entity starts `vslice` after min_vruntime (START_DEBIT);
+// a waking one gets at most half a latency of credit (GENTLE_FAIR_SLEEPERS)
+// and never moves back. Returns the placed vruntime.
+std::int64_t place_entity(const CfsTunables& t, std::int64_t min_vruntime, std::int64_t vruntime,
+                          Tsc vslice, bool initial);
+// wakeup_preempt_entity(): with vdiff = curr.vruntime - se.vruntime, -1 when
+// se is not ahead, 1 when it leads by more than `gran` (wakeup_gran(se)), 0 in between.
+int wakeup_preempt_entity(std::int64_t vdiff, Tsc gran);
+}  // namespace fair
 
 // The set of pCPUs a task may run on (p->cpus_ptr). Default: every pCPU.
 class CpuMask {

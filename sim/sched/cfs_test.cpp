@@ -522,3 +522,70 @@ TEST_CASE("cfs: a used-up slice and yield clear the current entity's buddies", "
   CHECK(rq.next_buddy() == nullptr);
   CHECK(rq.skip_buddy() == &a);
 }
+
+// The rules both run queues decide with (fair:: in cfs.h): the host's CfsRq
+// in cycles and the guest's GuestFair in guest ns.
+TEST_CASE("fair rules: the guest's ns tunables scale by 1 + ilog2(min(ncpus, 8)) like the host's",
+          "[cfs][fair]") {
+  const CfsTunables g = CfsTunables::in_ns(6000000, 750000, 1000000, TunableScaling::Log, 4);
+  CHECK(g.latency == 18000000);  // factor 3 at 4 CPUs
+  CHECK(g.min_granularity == 2250000);
+  CHECK(g.wakeup_granularity == 3000000);
+  CHECK(g.nr_latency == 8);  // from the unscaled values
+  const CfsTunables h =
+      CfsTunables::from_ns(kGhz, 6000000, 750000, 1000000, 500000, TunableScaling::Log, 4);
+  CHECK(h.latency == g.latency);  // 1 GHz: a cycle is a ns
+  CHECK(h.min_granularity == g.min_granularity);
+  CHECK(h.wakeup_granularity == g.wakeup_granularity);
+  CHECK(CfsTunables::in_ns(6000000, 750000, 1000000, TunableScaling::Log, 64).latency ==
+        24000000);  // capped at 8 CPUs: factor 4
+  CHECK_THROWS_AS(CfsTunables::in_ns(6000000, 0, 1000000, TunableScaling::Log, 1),
+                  std::invalid_argument);
+}
+
+TEST_CASE("fair rules: the period stretches to nr x min_granularity beyond sched_nr_latency",
+          "[cfs][fair]") {
+  const CfsTunables t = unscaled();
+  CHECK(fair::sched_period(t, 1) == 6 * kMs);
+  CHECK(fair::sched_period(t, 8) == 6 * kMs);
+  CHECK(fair::sched_period(t, 9) == Tsc{9} * 750000);
+}
+
+TEST_CASE(
+    "fair rules: check_preempt_tick needs the slice used up, or min_granularity and a lead "
+    "over the leftmost of more than the slice",
+    "[cfs][fair]") {
+  const CfsTunables t = unscaled();
+  const Tsc ideal = 3 * kMs;
+  const std::int64_t big_lead = 10 * static_cast<std::int64_t>(kMs);
+  const std::int64_t small_lead = 2 * static_cast<std::int64_t>(kMs);
+  CHECK(fair::check_preempt_tick(t, ideal + 1, ideal, nullptr));
+  CHECK_FALSE(fair::check_preempt_tick(t, ideal, ideal, nullptr));
+  CHECK_FALSE(fair::check_preempt_tick(t, 700000, ideal, &big_lead));  // < min_granularity
+  CHECK(fair::check_preempt_tick(t, 750000, ideal, &big_lead));
+  CHECK_FALSE(fair::check_preempt_tick(t, kMs, ideal, &small_lead));
+  const std::int64_t behind = -big_lead;
+  CHECK_FALSE(fair::check_preempt_tick(t, kMs, ideal, &behind));
+}
+
+TEST_CASE(
+    "fair rules: place_entity gives a new entity START_DEBIT and a sleeper at most half a "
+    "latency of credit, never moving it back",
+    "[cfs][fair]") {
+  const CfsTunables t = unscaled();
+  const std::int64_t minv = 100 * static_cast<std::int64_t>(kMs);
+  CHECK(fair::place_entity(t, minv, 0, 2 * kMs, true) == minv + 2 * static_cast<std::int64_t>(kMs));
+  CHECK(fair::place_entity(t, minv, 0, 0, false) == minv - 3 * static_cast<std::int64_t>(kMs));
+  CHECK(fair::place_entity(t, minv, minv - 1, 0, false) == minv - 1);  // less credit kept
+  CHECK(fair::place_entity(t, minv, minv + 5, 0, false) == minv + 5);  // never back
+}
+
+TEST_CASE(
+    "fair rules: wakeup_preempt_entity is -1 when the wakee is not ahead, 1 beyond the "
+    "granularity, 0 in between",
+    "[cfs][fair]") {
+  CHECK(fair::wakeup_preempt_entity(0, 1000) == -1);
+  CHECK(fair::wakeup_preempt_entity(-5, 1000) == -1);
+  CHECK(fair::wakeup_preempt_entity(1000, 1000) == 0);
+  CHECK(fair::wakeup_preempt_entity(1001, 1000) == 1);
+}

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "sim/guest/kernel/guest_smp.h"
+#include "sim/sched/cfs.h"
 
 namespace kvmsim {
 
@@ -21,11 +22,18 @@ std::uint64_t GuestFair::clock_task_ns(Tsc now) const {
   return steal < ns ? ns - steal : 0;
 }
 
-unsigned GuestFair::factor() const {
-  const int n = std::min(rq_.smp_ ? rq_.smp_->nr_cpus() : 1, 8);
-  unsigned log = 0;
-  while ((2 << log) <= n) ++log;
-  return 1 + log;
+// The tunables as update_sysctl() scales them for the guest's CPU count
+// (SCHED_TUNABLESCALING_LOG), kept in guest ns; rebuilt when the count
+// changes (CPUs join the VM's SMP view while the guests boot).
+const CfsTunables& GuestFair::tunables() const {
+  const int n = rq_.smp_ ? rq_.smp_->nr_cpus() : 1;
+  if (n != tunables_cpus_) {
+    const auto& f = rq_.cfg_.fair;
+    tunables_ = CfsTunables::in_ns(f.latency_ns, f.min_granularity_ns, f.wakeup_granularity_ns,
+                                   TunableScaling::Log, n);
+    tunables_cpus_ = n;
+  }
+  return tunables_;
 }
 
 unsigned GuestFair::nr_running() const {
@@ -46,18 +54,10 @@ GuestTask* GuestFair::leftmost() const {
   return left;
 }
 
-// sched_slice() for a nice-0 entity: __sched_period(nr) / nr, the period
-// being the latency up to sched_nr_latency tasks and nr x min_granularity above.
+// sched_slice() for a nice-0 entity: __sched_period(nr) / nr (fair::sched_period).
 std::uint64_t GuestFair::sched_slice_ns(unsigned nr) const {
-  const std::uint64_t f = factor();
-  const std::uint64_t latency = rq_.cfg_.fair.latency_ns * f;
-  const std::uint64_t min_gran = rq_.cfg_.fair.min_granularity_ns * f;
-  const std::uint64_t nr_latency =
-      (rq_.cfg_.fair.latency_ns + rq_.cfg_.fair.min_granularity_ns - 1) /
-      rq_.cfg_.fair.min_granularity_ns;
   if (nr == 0) nr = 1;
-  const std::uint64_t period = nr > nr_latency ? nr * min_gran : latency;
-  return period / nr;
+  return fair::sched_period(tunables(), nr) / nr;
 }
 
 // update_curr(): the running Normal task's runtime since exec_start goes
@@ -83,17 +83,11 @@ void GuestFair::update_min_vruntime() {
   min_vruntime_ = std::max(min_vruntime_, v);
 }
 
-// place_entity(): a new task starts a virtual slice after min_vruntime
-// (START_DEBIT); a waking sleeper gets at most half a latency of credit
-// (GENTLE_FAIR_SLEEPERS), never more than it had.
+// place_entity(): START_DEBIT for a new task, sleeper credit on wake-up
+// (fair::place_entity).
 void GuestFair::place_entity(GuestTask* t, bool initial) {
-  std::int64_t v = min_vruntime_;
-  if (initial) {
-    t->vruntime_ = v + static_cast<std::int64_t>(sched_slice_ns(nr_running() + 1));
-    return;
-  }
-  v -= static_cast<std::int64_t>(rq_.cfg_.fair.latency_ns * factor() / 2);
-  t->vruntime_ = std::max(t->vruntime_, v);
+  t->vruntime_ = fair::place_entity(tunables(), min_vruntime_, t->vruntime_,
+                                    initial ? sched_slice_ns(nr_running() + 1) : 0, initial);
 }
 
 // set_next_entity(): the slice is counted from here.
@@ -102,22 +96,18 @@ void GuestFair::set_next_entity(GuestTask* t, Tsc now) {
   t->prev_sum_exec_ = t->sum_exec_;
 }
 
-// check_preempt_tick() (v4.16): resched when curr ran its ideal slice, or
-// (after min_granularity) when it is ahead of the leftmost by a slice.
+// check_preempt_tick() (v4.16, fair::check_preempt_tick): resched when curr
+// ran its ideal slice, or (after min_granularity) when it is ahead of the
+// leftmost by a slice.
 void GuestFair::task_tick(Tsc now) {
   if (curr() == nullptr) return;
   update_curr(now);
   const unsigned nr = nr_running();
   if (nr < 2 || rq_.need_resched_) return;
-  const std::uint64_t ideal = sched_slice_ns(nr);
-  const std::uint64_t delta_exec = rq_.current_->sum_exec_ - rq_.current_->prev_sum_exec_;
-  bool resched = delta_exec > ideal;
-  if (!resched && delta_exec >= rq_.cfg_.fair.min_granularity_ns * factor()) {
-    const GuestTask* left = leftmost();
-    resched = (left != nullptr) &&
-              rq_.current_->vruntime_ - left->vruntime_ > static_cast<std::int64_t>(ideal);
-  }
-  if (resched) {
+  const GuestTask* left = leftmost();
+  const std::int64_t lead = left != nullptr ? rq_.current_->vruntime_ - left->vruntime_ : 0;
+  if (fair::check_preempt_tick(tunables(), rq_.current_->sum_exec_ - rq_.current_->prev_sum_exec_,
+                               sched_slice_ns(nr), left != nullptr ? &lead : nullptr)) {
     rq_.need_resched_ = true;
     ++stats_.tick_preemptions;
   }
@@ -134,8 +124,8 @@ void GuestFair::check_preempt_curr(GuestTask* woken, Tsc now) {
   }
   if (!rq_.current_->fair() || rq_.need_resched_) return;
   update_curr(now);
-  const auto gran = static_cast<std::int64_t>(rq_.cfg_.fair.wakeup_granularity_ns * factor());
-  if (rq_.current_->vruntime_ - woken->vruntime_ > gran) {
+  if (fair::wakeup_preempt_entity(rq_.current_->vruntime_ - woken->vruntime_,
+                                  tunables().wakeup_granularity) == 1) {
     rq_.need_resched_ = true;
     ++stats_.wakeup_preemptions;
   }

@@ -1,5 +1,7 @@
 // CFS for the guest's Normal tasks on one vCPU's run queue (kernel/sched/fair.c
-// of v4.16, nice 0 only): the cfs_rq of the vCPU's struct rq. As in the
+// of v4.16, nice 0 only): the cfs_rq of the vCPU's struct rq. Its decisions
+// are the host scheduler's rules (fair:: in sim/sched/cfs.h) over the guest's
+// numbers; the queue itself is the vCPU's run queue, shared with RT tasks. As in the
 // kernel it reaches its rq (rq_of()) for the current task, the queued tasks
 // and the clock; the RT class (Fifo tasks) stays in GuestKernel::pick_next().
 #pragma once
@@ -7,6 +9,7 @@
 #include <cstdint>
 
 #include "sim/core/time.h"
+#include "sim/sched/cfs.h"
 
 namespace kvmsim {
 
@@ -53,12 +56,14 @@ class GuestFair {
 
  private:
   [[nodiscard]] std::uint64_t clock_task_ns(Tsc now) const;  // rq->clock_task
-  [[nodiscard]] unsigned factor() const;                     // 1 + ilog2(min(ncpus, 8))
+  [[nodiscard]] const CfsTunables& tunables() const;         // scaled for the guest's CPUs
   [[nodiscard]] unsigned nr_running() const;                 // cfs_rq->nr_running
   [[nodiscard]] std::uint64_t sched_slice_ns(unsigned nr_running) const;
   void update_min_vruntime();
 
   GuestKernel& rq_;
+  mutable CfsTunables tunables_;  // in guest ns, for tunables_cpus_ CPUs
+  mutable int tunables_cpus_ = -1;
   std::int64_t min_vruntime_ = 0;  // cfs_rq->min_vruntime
   GuestFairStats stats_;
 };
