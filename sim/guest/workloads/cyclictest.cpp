@@ -2,6 +2,20 @@
 
 namespace kvmsim {
 
+CyclictestConfig CyclictestConfig::from(const ParamSet& p) {
+  CyclictestConfig c;
+  c.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
+  c.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
+  c.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
+  c.nsecs = p.b("cyclictest.nsecs");
+  return c;
+}
+
+CyclictestCosts CyclictestCosts::from(const ParamSet& p, const TscClock& clk) {
+  return {p.dist("cost.cyclictest.nanosleep_enter").bind(clk),
+          p.dist("cost.cyclictest.nanosleep_return").bind(clk)};
+}
+
 Cyclictest::Cyclictest(CyclictestConfig cfg, CyclictestCosts costs, std::function<void()> on_done)
     : GuestTask("cyclictest"),
       cfg_(cfg),

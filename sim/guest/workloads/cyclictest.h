@@ -16,6 +16,7 @@
 #include "sim/core/histogram.h"
 #include "sim/core/metrics.h"
 #include "sim/core/model_signals.h"
+#include "sim/core/params.h"
 #include "sim/guest/kernel/guest_kernel.h"
 
 namespace kvmsim {
@@ -25,11 +26,15 @@ struct CyclictestConfig {
   std::uint64_t interval_us = 1000;
   std::size_t histogram_buckets = 100;
   bool nsecs = false;  // -N
+  // cyclictest.loops, .interval_us, .histogram_us, .nsecs
+  static CyclictestConfig from(const ParamSet& p);
 };
 
 struct CyclictestCosts {
   Sampler nanosleep_enter;   // loop bookkeeping, syscall entry, hrtimer_start()
   Sampler nanosleep_return;  // switch-in tail, syscall return, clock_gettime() (vDSO)
+  // cost.cyclictest.nanosleep_enter / _return
+  static CyclictestCosts from(const ParamSet& p, const TscClock& clk);
 };
 
 class Cyclictest : public GuestTask, public GuestHrtimer {

@@ -10,19 +10,13 @@ namespace {
 
 class CyclictestWorkload : public Workload {
  public:
-  explicit CyclictestWorkload(const ParamSet& p) : vcpu_(workload_vcpu(p)) {
-    cfg_.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
-    cfg_.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
-    cfg_.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
-    cfg_.nsecs = p.b("cyclictest.nsecs");
-  }
+  explicit CyclictestWorkload(const ParamSet& p)
+      : vcpu_(workload_vcpu(p)), cfg_(CyclictestConfig::from(p)) {}
 
   void build(Machine& machine) override {
-    const ParamSet& p = machine.params();
-    const TscClock& clk = machine.clock();
-    CyclictestCosts costs{p.dist("cost.cyclictest.nanosleep_enter").bind(clk),
-                          p.dist("cost.cyclictest.nanosleep_return").bind(clk)};
-    task_ = std::make_unique<Cyclictest>(cfg_, costs, [&machine] { machine.stop(); });
+    task_ =
+        std::make_unique<Cyclictest>(cfg_, CyclictestCosts::from(machine.params(), machine.clock()),
+                                     [&machine] { machine.stop(); });
     guests_ = boot_linux_guests(machine);
     guests_.at(static_cast<std::size_t>(vcpu_))->add_task(task_.get());
   }

@@ -38,6 +38,7 @@ class FleetWorkload : public Workload {
         vcpu_(workload_vcpu(p)),
         vcpus_per_vm_(static_cast<int>(p.i("vm.vcpus"))),
         vm_count_(static_cast<int>(p.i("vm.count"))),
+        cfg_(CyclictestConfig::from(p)),
         ebizzy_(make_ebizzy_workload(p)) {
     if (ebizzy_vms_ > vm_count_)
       throw ScenarioError(fmt::format(
@@ -49,9 +50,6 @@ class FleetWorkload : public Workload {
           fmt::format("{}: key 'cyclictest.nsecs': the fleet workload reports microseconds only "
                       "(cyclictest -N is for a single cyclictest run: workload.type cyclictest)",
                       p.origin("cyclictest.nsecs")));
-    cfg_.loops = static_cast<std::uint64_t>(p.i("cyclictest.loops"));
-    cfg_.interval_us = static_cast<std::uint64_t>(p.i("cyclictest.interval_us"));
-    cfg_.histogram_buckets = static_cast<std::size_t>(p.i("cyclictest.histogram_us"));
   }
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
@@ -69,11 +67,10 @@ class FleetWorkload : public Workload {
     if (ebizzy_vms_ > 0) ebizzy_->build_on(machine, std::move(noisy));
     for (std::size_t g = 0; g < guests_.size();
          g += static_cast<std::size_t>(machine.vcpus_per_vm())) {
-      CyclictestCosts costs{p.dist("cost.cyclictest.nanosleep_enter").bind(clk),
-                            p.dist("cost.cyclictest.nanosleep_return").bind(clk)};
-      tasks_.push_back(std::make_unique<Cyclictest>(cfg_, std::move(costs), [this, &machine] {
-        if (++tasks_done_ == tasks_.size()) machine.stop();
-      }));
+      tasks_.push_back(
+          std::make_unique<Cyclictest>(cfg_, CyclictestCosts::from(p, clk), [this, &machine] {
+            if (++tasks_done_ == tasks_.size()) machine.stop();
+          }));
       guests_.at(g + static_cast<std::size_t>(vcpu_))->add_task(tasks_.back().get());
     }
   }
