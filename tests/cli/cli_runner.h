@@ -52,6 +52,12 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(read_text(p));
 }
 
+// The number under `key` in a run's summary.json (throws on a missing key,
+// which fails the test that asked).
+inline double metric(const nlohmann::json& j, const std::string& key) {
+  return j.at(key).get<double>();
+}
+
 // The test process's own temp area, kvmsim-test-<pid>, removed when the
 // process ends: test binaries of several build trees (or worktrees) that run
 // at once must not write into each other's output directories.

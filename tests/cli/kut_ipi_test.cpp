@@ -18,13 +18,11 @@ const char* kT6 =
     "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=67108864 --set vmexit.tests=ipi";
 const char* kShort = "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=4194304";
 
-double m(const nlohmann::json& j, const char* k) { return j.at(k).get<double>(); }
-
 // Every IPI sent was accepted once and handled once by the target.
 void check_no_ipi_lost_or_doubled(const nlohmann::json& r) {
-  CHECK(m(r, "ipi.sent") > 0);
-  CHECK(m(r, "ipi.accepted") == m(r, "ipi.sent"));
-  CHECK(m(r, "ipi.handled") == m(r, "ipi.sent"));
+  CHECK(metric(r, "ipi.sent") > 0);
+  CHECK(metric(r, "ipi.accepted") == metric(r, "ipi.sent"));
+  CHECK(metric(r, "ipi.handled") == metric(r, "ipi.sent"));
 }
 
 }  // namespace
@@ -33,8 +31,8 @@ TEST_CASE("T6: the x2APIC ICR fastpath takes ~16% off vmexit.flat ipi (Skylake-S
           "[kut][t6]") {
   const auto slow = run_metrics("t6-slow", std::string(kT6) + " --set kvm.exit_fastpath=false");
   const auto fast = run_metrics("t6-fast", std::string(kT6) + " --set kvm.exit_fastpath=true");
-  const double s = m(slow, "vmexit.ipi.cycles");
-  const double f = m(fast, "vmexit.ipi.cycles");
+  const double s = metric(slow, "vmexit.ipi.cycles");
+  const double f = metric(fast, "vmexit.ipi.cycles");
   INFO("ipi " << s << " -> " << f);
   const auto& ps = published_figure("T6", "no_fastpath");
   const auto& pf = published_figure("T6", "fastpath");
@@ -46,23 +44,23 @@ TEST_CASE("T6: the x2APIC ICR fastpath takes ~16% off vmexit.flat ipi (Skylake-S
   check_no_ipi_lost_or_doubled(fast);
   // One ICR write (MSR_WRITE exit) and one HLT exit per IPI; the fastpath
   // handled every ICR write (EXIT_HANDLED), the slow path none.
-  CHECK(m(slow, "exits.MSR_WRITE.count") == m(slow, "ipi.sent"));
-  CHECK(m(slow, "vmx.fastpath.exit_handled") == 0);
-  CHECK(m(fast, "vmx.fastpath.exit_handled") == m(fast, "exits.MSR_WRITE.count"));
-  CHECK(m(fast, "vmx.fastpath.reenter_guest") == 0);
+  CHECK(metric(slow, "exits.MSR_WRITE.count") == metric(slow, "ipi.sent"));
+  CHECK(metric(slow, "vmx.fastpath.exit_handled") == 0);
+  CHECK(metric(fast, "vmx.fastpath.exit_handled") == metric(fast, "exits.MSR_WRITE.count"));
+  CHECK(metric(fast, "vmx.fastpath.reenter_guest") == 0);
   // The target is never in guest mode when the IPI comes (it HLTs right
   // after acknowledging): it is kicked out of kvm_vcpu_block(), not posted to.
-  CHECK(m(slow, "ipi.posted") == 0);
-  CHECK(m(slow, "vcpu.kicks") > 0.99 * m(slow, "ipi.sent"));
+  CHECK(metric(slow, "ipi.posted") == 0);
+  CHECK(metric(slow, "vcpu.kicks") > 0.99 * metric(slow, "ipi.sent"));
 }
 
 TEST_CASE("ipi_halt: the target is back in HLT and asleep, the kick wakes it with an IPI",
           "[kut][t6]") {
   const auto r = run_metrics("ipi-halt", std::string(kShort) + " --set vmexit.tests=ipi_halt");
   check_no_ipi_lost_or_doubled(r);
-  CHECK(m(r, "vcpu.blocks") > 0.5 * m(r, "ipi.sent"));
-  CHECK(m(r, "host.ipis") == m(r, "vcpu.blocks"));  // one reschedule IPI per sleep
-  CHECK(m(r, "vmexit.ipi_halt.cycles") > 2000);
+  CHECK(metric(r, "vcpu.blocks") > 0.5 * metric(r, "ipi.sent"));
+  CHECK(metric(r, "host.ipis") == metric(r, "vcpu.blocks"));  // one reschedule IPI per sleep
+  CHECK(metric(r, "vmexit.ipi_halt.cycles") > 2000);
 }
 
 TEST_CASE("posted interrupts: a target still in guest mode takes the IPI with no VM exit",
@@ -72,8 +70,8 @@ TEST_CASE("posted interrupts: a target still in guest mode takes the IPI with no
   const auto r = run_metrics(
       "ipi-posted", std::string(kShort) + " --set vmexit.tests=ipi --set cost.kut.iret=20us");
   check_no_ipi_lost_or_doubled(r);
-  CHECK(m(r, "ipi.posted") > 0.9 * m(r, "ipi.sent"));
-  CHECK(m(r, "exits.HLT.count") < 0.1 * m(r, "ipi.sent"));
+  CHECK(metric(r, "ipi.posted") > 0.9 * metric(r, "ipi.sent"));
+  CHECK(metric(r, "exits.HLT.count") < 0.1 * metric(r, "ipi.sent"));
 }
 
 TEST_CASE("without APICv: IRR + KVM_REQ_EVENT + kick, the target's EOI write exits",
@@ -81,18 +79,18 @@ TEST_CASE("without APICv: IRR + KVM_REQ_EVENT + kick, the target's EOI write exi
   const auto r = run_metrics(
       "ipi-noapicv", std::string(kShort) + " --set vmexit.tests=ipi --set platform.apicv=false");
   check_no_ipi_lost_or_doubled(r);
-  CHECK(m(r, "ipi.posted") == 0);
+  CHECK(metric(r, "ipi.posted") == 0);
   // ICR write on the sender + EOI write on the target per IPI (the run
   // stops when the sender sees the last ack, maybe before that EOI).
-  CHECK(m(r, "exits.MSR_WRITE.count") <= 2 * m(r, "ipi.sent"));
-  CHECK(m(r, "exits.MSR_WRITE.count") >= 2 * m(r, "ipi.sent") - 1);
+  CHECK(metric(r, "exits.MSR_WRITE.count") <= 2 * metric(r, "ipi.sent"));
+  CHECK(metric(r, "exits.MSR_WRITE.count") >= 2 * metric(r, "ipi.sent") - 1);
   // A target in guest mode is forced out by the kick's IPI.
   const auto g =
       run_metrics("ipi-noapicv-guest", std::string(kShort) +
                                            " --set vmexit.tests=ipi --set platform.apicv=false "
                                            "--set cost.kut.iret=20us");
   check_no_ipi_lost_or_doubled(g);
-  CHECK(m(g, "exits.EXTERNAL_INTERRUPT.count") > 0.9 * m(g, "ipi.sent"));
+  CHECK(metric(g, "exits.EXTERNAL_INTERRUPT.count") > 0.9 * metric(g, "ipi.sent"));
 }
 
 TEST_CASE("no IPI is lost or delivered twice under random timing", "[kut][ipi][random]") {
@@ -145,6 +143,6 @@ TEST_CASE("run --trace: kvm_apic_ipi, kvm_msr 830 and the IPI vector read back",
   const auto st = run_cli("trace-stats " + (dir / "t.txt").string() + " --json");
   REQUIRE(st.exit_code == 0);
   const auto js = nlohmann::json::parse(st.output.substr(st.output.find('{')));
-  CHECK(js.at("events").at("kvm_apic_ipi").at("count").get<double>() == m(mt, "ipi.sent"));
-  CHECK(js.at("apic_accept_irq").at("32").get<double>() == m(mt, "ipi.accepted"));
+  CHECK(js.at("events").at("kvm_apic_ipi").at("count").get<double>() == metric(mt, "ipi.sent"));
+  CHECK(js.at("apic_accept_irq").at("32").get<double>() == metric(mt, "ipi.accepted"));
 }

@@ -17,24 +17,22 @@ namespace {
 
 const std::string kT4 = "scenarios/ebizzy_overcommit.yaml --set sim.check_invariants=true ";
 
-double m(const nlohmann::json& j, const char* k) { return j.at(k).get<double>(); }
-
 }  // namespace
 
 TEST_CASE("native flush: every target gets the IPI and runs the handler before the call returns",
           "[cli][tlb]") {
   const auto r = run_metrics("tlb-native-8", kT4 + "--set sim.max_simulated_s=0.2");
-  CHECK(m(r, "invariants.violations") == 0);
-  CHECK(m(r, "tlb.flushes") > 100);
+  CHECK(metric(r, "invariants.violations") == 0);
+  CHECK(metric(r, "tlb.flushes") > 100);
   // 8 threads on 8 vCPUs: each flush goes to the 7 others, all by IPI.
-  CHECK(m(r, "tlb.targets") == 7 * m(r, "tlb.flushes"));
-  CHECK(m(r, "tlb.ipi_targets") == m(r, "tlb.targets"));
-  CHECK(m(r, "tlb.pv_targets") == 0);
+  CHECK(metric(r, "tlb.targets") == 7 * metric(r, "tlb.flushes"));
+  CHECK(metric(r, "tlb.ipi_targets") == metric(r, "tlb.targets"));
+  CHECK(metric(r, "tlb.pv_targets") == 0);
   // Every IPI'd target ran flush_tlb_func_remote() (the handler count can
   // trail by the calls still in flight at the end of the run).
-  CHECK(m(r, "tlb.handler_flushes") <= m(r, "tlb.ipi_targets"));
-  CHECK(m(r, "tlb.handler_flushes") >= m(r, "tlb.ipi_targets") - 7 * 8);
-  CHECK(m(r, "guest.ipi.call_function.handled") <= m(r, "guest.ipi.call_function.sent"));
+  CHECK(metric(r, "tlb.handler_flushes") <= metric(r, "tlb.ipi_targets"));
+  CHECK(metric(r, "tlb.handler_flushes") >= metric(r, "tlb.ipi_targets") - 7 * 8);
+  CHECK(metric(r, "guest.ipi.call_function.handled") <= metric(r, "guest.ipi.call_function.sent"));
   CHECK(r.find("vcpu.pv_tlb_flushes") == r.end());  // the host never flushes for the guest
 }
 
@@ -52,16 +50,16 @@ TEST_CASE(
                                               "--set host.hog.count=4 "
                                               "--set sim.max_simulated_s=0.5 --trace " +
                                               trace.string());
-  CHECK(m(r, "invariants.violations") == 0);
-  CHECK(m(r, "tlb.pv_targets") > 100);
-  CHECK(m(r, "tlb.ipi_targets") > 0);
-  CHECK(m(r, "tlb.pv_targets") + m(r, "tlb.ipi_targets") == m(r, "tlb.targets"));
+  CHECK(metric(r, "invariants.violations") == 0);
+  CHECK(metric(r, "tlb.pv_targets") > 100);
+  CHECK(metric(r, "tlb.ipi_targets") > 0);
+  CHECK(metric(r, "tlb.pv_targets") + metric(r, "tlb.ipi_targets") == metric(r, "tlb.targets"));
   // Each successful cmpxchg set the flag; several requests before one entry
   // share one host flush, and requests on vCPUs still preempted at the end
   // are not flushed yet.
-  CHECK(m(r, "vcpu.pv_tlb_flush_requests") == m(r, "tlb.pv_targets"));
-  CHECK(m(r, "vcpu.pv_tlb_flushes") > 0);
-  CHECK(m(r, "vcpu.pv_tlb_flushes") <= m(r, "vcpu.pv_tlb_flush_requests"));
+  CHECK(metric(r, "vcpu.pv_tlb_flush_requests") == metric(r, "tlb.pv_targets"));
+  CHECK(metric(r, "vcpu.pv_tlb_flushes") > 0);
+  CHECK(metric(r, "vcpu.pv_tlb_flushes") <= metric(r, "vcpu.pv_tlb_flush_requests"));
   // kvm_pv_tlb_flush arrived in v5.4: this v4.16 host flushes without tracing it
   // (tracepoint_audit_test.cpp pins the count on a v5.4 host).
   const auto st = run_cli("trace-stats --json " + trace.string());
@@ -70,8 +68,8 @@ TEST_CASE(
   CHECK(j.at("pv_tlb_flush").at("true").get<double>() == 0);
   CHECK(j.at("pv_tlb_flush").at("false").get<double>() == 0);
   // kvm_hypercall: one per KVM_HC_KICK_CPU of the guest's PV qspinlock.
-  REQUIRE(m(r, "vcpu.pv_kicks") > 0);
-  CHECK(j.at("events").at("kvm_hypercall").at("count").get<double>() == m(r, "vcpu.pv_kicks"));
+  REQUIRE(metric(r, "vcpu.pv_kicks") > 0);
+  CHECK(j.at("events").at("kvm_hypercall").at("count").get<double>() == metric(r, "vcpu.pv_kicks"));
 }
 
 TEST_CASE("the pre-v5.6 steal-time write-back loses KVM_VCPU_FLUSH_TLB and the invariant says so",
@@ -96,26 +94,26 @@ TEST_CASE("over-commit: native flush collapses from 8 to 16 vCPUs, PV flush reco
   const auto n8 = run_metrics("tlb-n8", s);
   const auto n16 = run_metrics("tlb-n16", s + "--set vm.vcpus=16");
   const auto p16 = run_metrics("tlb-p16", s + "--set vm.vcpus=16 --set guest.pv_tlb_flush=true");
-  const double a = m(n8, "ebizzy.records_per_s"), b = m(n16, "ebizzy.records_per_s"),
-               c = m(p16, "ebizzy.records_per_s");
+  const double a = metric(n8, "ebizzy.records_per_s"), b = metric(n16, "ebizzy.records_per_s"),
+               c = metric(p16, "ebizzy.records_per_s");
   INFO("records/s: native 8 vCPUs " << a << ", native 16 " << b << ", PV 16 " << c);
   CHECK(b < 0.5 * a);
   CHECK(c > 2 * b);
   // Why: the native initiators wait on targets that are not running.
-  CHECK(m(n16, "tlb.wait_not_running_s") > 0.5 * m(n16, "tlb.wait_s"));
-  CHECK(m(p16, "tlb.wait_avg_us") < 0.1 * m(n16, "tlb.wait_avg_us"));
+  CHECK(metric(n16, "tlb.wait_not_running_s") > 0.5 * metric(n16, "tlb.wait_s"));
+  CHECK(metric(p16, "tlb.wait_avg_us") < 0.1 * metric(n16, "tlb.wait_avg_us"));
   // Native: every flush with targets sends IPIs. PV could leave every
   // target to the host and send none, but at 16 vCPUs on 8 pCPUs about half
   // the targets run, so in practice every PV flush IPIs someone as well.
-  CHECK(m(n16, "tlb.ipi_flushes") == m(n16, "tlb.flushes"));
-  CHECK(m(p16, "tlb.ipi_flushes") <= m(p16, "tlb.flushes"));
-  CHECK(m(p16, "tlb.ipi_flushes") > 0.9 * m(p16, "tlb.flushes"));
+  CHECK(metric(n16, "tlb.ipi_flushes") == metric(n16, "tlb.flushes"));
+  CHECK(metric(p16, "tlb.ipi_flushes") <= metric(p16, "tlb.flushes"));
+  CHECK(metric(p16, "tlb.ipi_flushes") > 0.9 * metric(p16, "tlb.flushes"));
   // The wait bands partition the waits: their counts are the flushes that
   // sent IPIs (PV flushes with every target preempted send none), their
   // times the total, their on-CPU parts the total less the off-CPU part.
   const char* bands[] = {"lt10us", "lt100us", "lt1ms", "lt10ms", "ge10ms"};
   const auto band = [&](const nlohmann::json& r, const char* name, const char* what) {
-    return m(r, (std::string("tlb.wait_band.") + name + "." + what).c_str());
+    return metric(r, (std::string("tlb.wait_band.") + name + "." + what).c_str());
   };
   for (const auto* r : {&n16, &p16}) {
     double n = 0, t = 0, on = 0;
@@ -128,23 +126,23 @@ TEST_CASE("over-commit: native flush collapses from 8 to 16 vCPUs, PV flush reco
     // tlb.ipi_flushes counts a flush when it sends, the bands when it
     // returns: they differ by the waits in flight at the end (one per vCPU
     // at most).
-    CHECK(m(*r, "tlb.ipi_flushes") <= m(*r, "tlb.flushes"));
-    CHECK(n <= m(*r, "tlb.ipi_flushes"));
-    CHECK(n >= m(*r, "tlb.ipi_flushes") - 16);
-    CHECK(t == Approx(m(*r, "tlb.wait_s")).epsilon(1e-9));
-    CHECK(on == Approx(m(*r, "tlb.wait_s") - m(*r, "tlb.wait_off_cpu_s")).epsilon(1e-6));
+    CHECK(metric(*r, "tlb.ipi_flushes") <= metric(*r, "tlb.flushes"));
+    CHECK(n <= metric(*r, "tlb.ipi_flushes"));
+    CHECK(n >= metric(*r, "tlb.ipi_flushes") - 16);
+    CHECK(t == Approx(metric(*r, "tlb.wait_s")).epsilon(1e-9));
+    CHECK(on == Approx(metric(*r, "tlb.wait_s") - metric(*r, "tlb.wait_off_cpu_s")).epsilon(1e-6));
   }
   // Native: the waits for preempted targets are milliseconds long. PV: most
   // waits are for running targets and end within 100 us; the few long ones
   // (a target spinning with IRQs off behind a preempted lock holder) still
   // carry most of the wait time.
   CHECK(band(n16, "lt10ms", "flushes") + band(n16, "ge10ms", "flushes") >
-        0.5 * m(n16, "tlb.flushes"));
+        0.5 * metric(n16, "tlb.flushes"));
   const double p_short = band(p16, "lt10us", "flushes") + band(p16, "lt100us", "flushes");
-  CHECK(p_short > 0.8 * m(p16, "tlb.flushes"));
-  CHECK(band(p16, "lt10ms", "s") + band(p16, "ge10ms", "s") > 0.5 * m(p16, "tlb.wait_s"));
-  CHECK(m(n16, "invariants.violations") == 0);
-  CHECK(m(p16, "invariants.violations") == 0);
+  CHECK(p_short > 0.8 * metric(p16, "tlb.flushes"));
+  CHECK(band(p16, "lt10ms", "s") + band(p16, "ge10ms", "s") > 0.5 * metric(p16, "tlb.wait_s"));
+  CHECK(metric(n16, "invariants.violations") == 0);
+  CHECK(metric(p16, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -163,39 +161,40 @@ TEST_CASE(
   // On: the csd_lock_wait() spins exit after ple_window cycles and
   // kvm_vcpu_on_spin() finds preempted vCPUs that spun in the kernel too.
   // (exits.* and the handler's count differ by the exits in flight at the end)
-  CHECK(std::abs(m(on, "exits.PAUSE_INSTRUCTION.count") - m(on, "vcpu.pause_exits")) <= 16);
-  CHECK(m(on, "vcpu.pause_exits") > 1000);
-  CHECK(m(on, "vcpu.directed_yields") > 0);
-  CHECK(m(on, "vcpu.directed_yields") <= m(on, "vcpu.pause_exits"));
+  CHECK(std::abs(metric(on, "exits.PAUSE_INSTRUCTION.count") - metric(on, "vcpu.pause_exits")) <=
+        16);
+  CHECK(metric(on, "vcpu.pause_exits") > 1000);
+  CHECK(metric(on, "vcpu.directed_yields") > 0);
+  CHECK(metric(on, "vcpu.directed_yields") <= metric(on, "vcpu.pause_exits"));
   // Most boosted vCPUs wait on another pCPU's queue: yield_to()'s
   // resched_curr(p_rq) IPI, unless that pCPU has need_resched already.
-  CHECK(m(on, "vcpu.directed_yields_remote") <= m(on, "vcpu.directed_yields"));
-  CHECK(m(on, "vcpu.directed_yields_remote") > 0.5 * m(on, "vcpu.directed_yields"));
-  CHECK(m(on, "vcpu.directed_yield_ipis_saved") > 0);
-  CHECK(m(on, "vcpu.directed_yield_ipis_saved") < m(on, "vcpu.directed_yields_remote"));
+  CHECK(metric(on, "vcpu.directed_yields_remote") <= metric(on, "vcpu.directed_yields"));
+  CHECK(metric(on, "vcpu.directed_yields_remote") > 0.5 * metric(on, "vcpu.directed_yields"));
+  CHECK(metric(on, "vcpu.directed_yield_ipis_saved") > 0);
+  CHECK(metric(on, "vcpu.directed_yield_ipis_saved") < metric(on, "vcpu.directed_yields_remote"));
   // Every pCPU is busy with >= 2 runnable threads: no -ESRCH; a candidate
   // is vcpu->preempted, so it is never running when yield_to() looks.
-  CHECK(m(on, "vcpu.yield_to_esrch") == 0);
-  CHECK(m(on, "vcpu.yield_to_failed") == 0);
+  CHECK(metric(on, "vcpu.yield_to_esrch") == 0);
+  CHECK(metric(on, "vcpu.yield_to_failed") == 0);
   // The boosted target runs next on its queue (next buddy) unless it lies
   // more than wakeup_gran right of the leftmost.
-  CHECK(m(on, "host.sched.next_buddy_picks") > m(on, "host.sched.next_buddy_refused"));
+  CHECK(metric(on, "host.sched.next_buddy_picks") > metric(on, "host.sched.next_buddy_refused"));
   // The yields let preempted targets run before the initiators' slices end.
-  CHECK(m(on, "tlb.wait_avg_us") < 0.5 * m(off, "tlb.wait_avg_us"));
-  CHECK(m(on, "invariants.violations") == 0);
+  CHECK(metric(on, "tlb.wait_avg_us") < 0.5 * metric(off, "tlb.wait_avg_us"));
+  CHECK(metric(on, "invariants.violations") == 0);
   // handle_pause() -> grow_ple_window(): every exit doubles the window (from
   // ple_window 4096, reset at sched_in) up to ple_window_max.
   CHECK(off.find("vcpu.ple_window_peak") == off.end());
-  CHECK(m(on, "vcpu.ple_window_grows") == m(on, "vcpu.pause_exits"));
-  CHECK(m(on, "vcpu.ple_window_peak") >= 2 * 4096);
-  CHECK(m(on, "vcpu.ple_window_peak") <= 1073741823.0);
+  CHECK(metric(on, "vcpu.ple_window_grows") == metric(on, "vcpu.pause_exits"));
+  CHECK(metric(on, "vcpu.ple_window_peak") >= 2 * 4096);
+  CHECK(metric(on, "vcpu.ple_window_peak") <= 1073741823.0);
   // kvm_vcpu_eligible_for_directed_yield(): a candidate that yielded in its
   // own kvm_vcpu_on_spin() and waits to run is passed over every other time.
-  CHECK(m(on, "vcpu.dy_ineligible") > 0);
+  CHECK(metric(on, "vcpu.dy_ineligible") > 0);
   const auto capped =
       run_metrics("tlb-ple-max", s + "--set kvm.ple_gap=128 --set kvm.ple_window_max=8192");
-  CHECK(m(capped, "vcpu.ple_window_peak") == 8192);
-  CHECK(m(capped, "vcpu.ple_window_grows") < m(capped, "vcpu.pause_exits"));
+  CHECK(metric(capped, "vcpu.ple_window_peak") == 8192);
+  CHECK(metric(capped, "vcpu.ple_window_grows") < metric(capped, "vcpu.pause_exits"));
 }
 
 TEST_CASE(
@@ -208,7 +207,7 @@ TEST_CASE(
   auto min_max = [](const nlohmann::json& r) {
     double lo = 1e9, hi = 0;
     for (int i = 0; i < 24; ++i) {
-      const double v = m(r, ("vcpu." + std::to_string(i) + ".run_s").c_str());
+      const double v = metric(r, ("vcpu." + std::to_string(i) + ".run_s").c_str());
       lo = std::min(lo, v);
       hi = std::max(hi, v);
     }
@@ -218,12 +217,12 @@ TEST_CASE(
   const auto [on_lo, on_hi] = min_max(on);
   CHECK(on_lo > 0.2);
   CHECK(on_hi < 0.7);
-  CHECK(m(on, "host.sched.load_balance_pulls") > 0);
+  CHECK(metric(on, "host.sched.load_balance_pulls") > 0);
   const auto [off_lo, off_hi] = min_max(off);
   CHECK(off_lo < 0.15);
   CHECK(off_hi > 0.9);
   CHECK(off.find("host.sched.load_balance_pulls") == off.end());
-  CHECK(m(on, "invariants.violations") == 0);
+  CHECK(metric(on, "invariants.violations") == 0);
 }
 
 TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never blocks",
@@ -231,14 +230,14 @@ TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never bl
   // -M: free() trims the arena with madvise(MADV_DONTNEED) under
   // down_read(); no writer, so no reader waits however many are preempted.
   const auto r = run_metrics("rwsem-M-16", kT4 + "--set vm.vcpus=16 --set sim.max_simulated_s=0.3");
-  CHECK(m(r, "mmap_sem.write_acquires") == 0);
-  CHECK(m(r, "mmap_sem.read_contended") == 0);
-  CHECK(m(r, "mmap_sem.read_sleeps") == 0);
+  CHECK(metric(r, "mmap_sem.write_acquires") == 0);
+  CHECK(metric(r, "mmap_sem.read_contended") == 0);
+  CHECK(metric(r, "mmap_sem.read_sleeps") == 0);
   // Two read holds per record (the faults, the madvise), plus those in flight.
-  CHECK(m(r, "mmap_sem.read_acquires") >= 2 * m(r, "ebizzy.vm0.records"));
-  CHECK(m(r, "mmap_sem.read_acquires") <=
-        2 * m(r, "ebizzy.vm0.records") + 2 * m(r, "ebizzy.threads"));
-  CHECK(m(r, "invariants.violations") == 0);
+  CHECK(metric(r, "mmap_sem.read_acquires") >= 2 * metric(r, "ebizzy.vm0.records"));
+  CHECK(metric(r, "mmap_sem.read_acquires") <=
+        2 * metric(r, "ebizzy.vm0.records") + 2 * metric(r, "ebizzy.threads"));
+  CHECK(metric(r, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -250,23 +249,23 @@ TEST_CASE(
   // the lock held by a writer spins (rwsem_optimistic_spin()), and never
   // sleeps because of a preempted owner.
   const auto n8 = run_metrics("rwsem-m-8", s);
-  CHECK(m(n8, "mmap_sem.write_contended") > 0);
-  CHECK(m(n8, "mmap_sem.write_spins") > 0);
-  CHECK(m(n8, "mmap_sem.spin_acquires") > 0);
-  CHECK(m(n8, "mmap_sem.sleeps_owner_preempted") == 0);
+  CHECK(metric(n8, "mmap_sem.write_contended") > 0);
+  CHECK(metric(n8, "mmap_sem.write_spins") > 0);
+  CHECK(metric(n8, "mmap_sem.spin_acquires") > 0);
+  CHECK(metric(n8, "mmap_sem.sleeps_owner_preempted") == 0);
   // 16 vCPUs: owners are preempted while they hold the lock (in their
   // flush); writers that see vcpu_is_preempted() sleep instead of spinning,
   // readers (the faults) sleep behind the writer.
   const auto n16 = run_metrics("rwsem-m-16", s + "--set vm.vcpus=16");
-  CHECK(m(n16, "mmap_sem.sleeps_owner_preempted") > 0);
-  CHECK(m(n16, "mmap_sem.write_sleeps") >= m(n16, "mmap_sem.sleeps_owner_preempted"));
-  CHECK(m(n16, "mmap_sem.read_sleeps") > 0);
+  CHECK(metric(n16, "mmap_sem.sleeps_owner_preempted") > 0);
+  CHECK(metric(n16, "mmap_sem.write_sleeps") >= metric(n16, "mmap_sem.sleeps_owner_preempted"));
+  CHECK(metric(n16, "mmap_sem.read_sleeps") > 0);
   // The releases wake the sleepers (readers get the lock with the wake-up,
   // a woken writer retries and may lose it to a running writer).
-  CHECK(m(n16, "mmap_sem.wakeups") > 0);
-  CHECK(m(n16, "mmap_sem.read_acquires") + m(n16, "mmap_sem.write_acquires") >
-        2 * m(n16, "ebizzy.vm0.records"));
-  CHECK(m(n16, "invariants.violations") == 0);
+  CHECK(metric(n16, "mmap_sem.wakeups") > 0);
+  CHECK(metric(n16, "mmap_sem.read_acquires") + metric(n16, "mmap_sem.write_acquires") >
+        2 * metric(n16, "ebizzy.vm0.records"));
+  CHECK(metric(n16, "invariants.violations") == 0);
 }
 
 TEST_CASE("ebizzy -m with PV flush and host hogs: no flush is lost under mmap_sem",
@@ -275,9 +274,9 @@ TEST_CASE("ebizzy -m with PV flush and host hogs: no flush is lost under mmap_se
       "rwsem-m-pv", kT4 +
                         "--set ebizzy.alloc=mmap --set vm.vcpus=16 --set guest.pv_tlb_flush=true "
                         "--set host.hog.count=4 --set sim.max_simulated_s=0.3");
-  CHECK(m(r, "invariants.violations") == 0);
-  CHECK(m(r, "tlb.pv_targets") > 0);
-  CHECK(m(r, "mmap_sem.write_acquires") > 0);
+  CHECK(metric(r, "invariants.violations") == 0);
+  CHECK(metric(r, "tlb.pv_targets") > 0);
+  CHECK(metric(r, "mmap_sem.write_acquires") > 0);
 }
 
 // ebizzy.lock_sections (sim/guest/kernel/spinlock.h): the record's lru_lock
@@ -289,18 +288,19 @@ TEST_CASE("ebizzy lock sections: no holder preemption and no PV halt without ove
       run_metrics("lock-off-8", kT4 + "--set ebizzy.lock_sections=0 --set sim.max_simulated_s=0.2");
   CHECK(off.find("ebizzy.lock.acquires") == off.end());
   const auto r8 = run_metrics("lock-8", kT4 + "--set sim.max_simulated_s=0.2");
-  CHECK(m(r8, "invariants.violations") == 0);
-  CHECK(m(r8, "ebizzy.lock.acquires") >= 13 * m(r8, "ebizzy.vm0.records"));
-  CHECK(m(r8, "ebizzy.lock.contended") > 0);
-  CHECK(m(r8, "ebizzy.lock.hold_preempted") == 0);
-  CHECK(m(r8, "ebizzy.lock.wait_off_cpu_s") == 0);
-  CHECK(m(r8, "ebizzy.lock.pv_wait_node") + m(r8, "ebizzy.lock.pv_wait_head") == 0);
+  CHECK(metric(r8, "invariants.violations") == 0);
+  CHECK(metric(r8, "ebizzy.lock.acquires") >= 13 * metric(r8, "ebizzy.vm0.records"));
+  CHECK(metric(r8, "ebizzy.lock.contended") > 0);
+  CHECK(metric(r8, "ebizzy.lock.hold_preempted") == 0);
+  CHECK(metric(r8, "ebizzy.lock.wait_off_cpu_s") == 0);
+  CHECK(metric(r8, "ebizzy.lock.pv_wait_node") + metric(r8, "ebizzy.lock.pv_wait_head") == 0);
   // Contended unlocks hand the lock to a spinning queue head whose vCPU is
   // running: the hand-over costs no off-CPU time, and no head ever halts.
-  CHECK(m(r8, "ebizzy.lock.handoffs") > 0);
-  CHECK(m(r8, "ebizzy.lock.handoff_off_cpu_s") == 0);
-  CHECK(m(r8, "ebizzy.lock.handoff_s") < 1e-6 * m(r8, "ebizzy.lock.handoffs"));  // < 1 us each
-  CHECK(m(r8, "ebizzy.lock.free_halted_head_s") == 0);
+  CHECK(metric(r8, "ebizzy.lock.handoffs") > 0);
+  CHECK(metric(r8, "ebizzy.lock.handoff_off_cpu_s") == 0);
+  CHECK(metric(r8, "ebizzy.lock.handoff_s") <
+        1e-6 * metric(r8, "ebizzy.lock.handoffs"));  // < 1 us each
+  CHECK(metric(r8, "ebizzy.lock.free_halted_head_s") == 0);
 }
 
 // The fair queued (MCS) lock of the session-3 experiment (16 sections of
@@ -316,10 +316,10 @@ TEST_CASE("queued spinlock: holders are preempted under over-commit, and PV pays
       "--set vm.vcpus=16 --set guest.pv_tlb_flush=true --set sim.max_simulated_s=0.5 ";
   const auto base = run_metrics("mcs-pv16-off", kT4 + pv16 + "--set ebizzy.lock_sections=0");
   const auto r16 = run_metrics("mcs-pv16", kT4 + mcs + pv16);
-  CHECK(m(r16, "invariants.violations") == 0);
-  CHECK(m(r16, "ebizzy.lock.hold_preempted") > 0);
-  CHECK(m(r16, "ebizzy.lock.wait_off_cpu_s") > 0);
-  CHECK(m(r16, "ebizzy.records_per_s") < 0.9 * m(base, "ebizzy.records_per_s"));
+  CHECK(metric(r16, "invariants.violations") == 0);
+  CHECK(metric(r16, "ebizzy.lock.hold_preempted") > 0);
+  CHECK(metric(r16, "ebizzy.lock.wait_off_cpu_s") > 0);
+  CHECK(metric(r16, "ebizzy.records_per_s") < 0.9 * metric(base, "ebizzy.records_per_s"));
 }
 
 // The v4.16 guest's PV qspinlock under 2x over-commit, against the lock
@@ -336,54 +336,55 @@ TEST_CASE("PV qspinlock: waiters halt early in a cascade, heads rarely, kicks wa
   const auto r = run_metrics("pvq-16", kT4 +
                                            "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
                                            "--set sim.max_simulated_s=2");
-  CHECK(m(r, "invariants.violations") == 0);
-  const double node = m(r, "ebizzy.lock.pv_wait_node");
-  INFO("pv_wait_node " << node << ", early " << m(r, "ebizzy.lock.pv_wait_early") << ", head "
-                       << m(r, "ebizzy.lock.pv_wait_head") << ", kicks " << m(r, "vcpu.pv_kicks")
-                       << " (woke " << m(r, "vcpu.pv_kick_wakeups") << ")");
+  CHECK(metric(r, "invariants.violations") == 0);
+  const double node = metric(r, "ebizzy.lock.pv_wait_node");
+  INFO("pv_wait_node " << node << ", early " << metric(r, "ebizzy.lock.pv_wait_early") << ", head "
+                       << metric(r, "ebizzy.lock.pv_wait_head") << ", kicks "
+                       << metric(r, "vcpu.pv_kicks") << " (woke "
+                       << metric(r, "vcpu.pv_kick_wakeups") << ")");
   CHECK(node > 200);
-  CHECK(m(r, "ebizzy.lock.pv_wait_early") >= 0.9 * node);
-  CHECK(m(r, "ebizzy.lock.pv_wait_head") < 0.05 * node);
+  CHECK(metric(r, "ebizzy.lock.pv_wait_early") >= 0.9 * node);
+  CHECK(metric(r, "ebizzy.lock.pv_wait_head") < 0.05 * node);
   // Some early waits come from vcpu_is_preempted() (a v4.16 guest has
   // 75437bb304b2): the predecessor's node spins but its vCPU is off its
   // pCPU. Without that check (the 2019 revert) none do.
-  CHECK(m(r, "ebizzy.lock.pv_wait_early_preempted") > 0);
-  CHECK(m(r, "ebizzy.lock.pv_wait_early_preempted") < m(r, "ebizzy.lock.pv_wait_early"));
+  CHECK(metric(r, "ebizzy.lock.pv_wait_early_preempted") > 0);
+  CHECK(metric(r, "ebizzy.lock.pv_wait_early_preempted") < metric(r, "ebizzy.lock.pv_wait_early"));
   const auto rv =
       run_metrics("pvq-16-revert", kT4 +
                                        "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
                                        "--set guest.pv_spinlock_wait_early_preempted=false "
                                        "--set sim.max_simulated_s=1");
-  CHECK(m(rv, "ebizzy.lock.pv_wait_early") > 0);
-  CHECK(m(rv, "ebizzy.lock.pv_wait_early_preempted") == 0);
-  CHECK(m(r, "vcpu.pv_kicks") == m(r, "ebizzy.lock.pv_kick"));
-  CHECK(m(r, "vcpu.pv_kick_wakeups") >= 0.75 * m(r, "vcpu.pv_kicks"));
+  CHECK(metric(rv, "ebizzy.lock.pv_wait_early") > 0);
+  CHECK(metric(rv, "ebizzy.lock.pv_wait_early_preempted") == 0);
+  CHECK(metric(r, "vcpu.pv_kicks") == metric(r, "ebizzy.lock.pv_kick"));
+  CHECK(metric(r, "vcpu.pv_kick_wakeups") >= 0.75 * metric(r, "vcpu.pv_kicks"));
   // Newcomers take the free lock while the head is halted or not yet back.
-  CHECK(m(r, "ebizzy.lock.steals") > m(r, "ebizzy.lock.pv_kick"));
+  CHECK(metric(r, "ebizzy.lock.steals") > metric(r, "ebizzy.lock.pv_kick"));
   // Where the free lock's time goes: with a halted (kicked, not yet
   // running) head it lies open to steals for a sizeable share of the run.
   // Hand-overs to a spinning head are short in all, and what time they
   // take is mostly the head's vCPU off its pCPU (lock-waiter preemption).
   // The lock is held well under half the time: it does not limit this run.
-  const double run_s = m(r, "sim.simulated_s");
-  CHECK(m(r, "ebizzy.lock.free_halted_head_s") > 0.1 * run_s);
-  CHECK(m(r, "ebizzy.lock.handoff_s") < 0.1 * run_s);
-  CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") <= m(r, "ebizzy.lock.handoff_s"));
-  CHECK(m(r, "ebizzy.lock.handoff_off_cpu_s") > 0.5 * m(r, "ebizzy.lock.handoff_s"));
-  CHECK(m(r, "ebizzy.lock.hold_s") < 0.5 * run_s);
+  const double run_s = metric(r, "sim.simulated_s");
+  CHECK(metric(r, "ebizzy.lock.free_halted_head_s") > 0.1 * run_s);
+  CHECK(metric(r, "ebizzy.lock.handoff_s") < 0.1 * run_s);
+  CHECK(metric(r, "ebizzy.lock.handoff_off_cpu_s") <= metric(r, "ebizzy.lock.handoff_s"));
+  CHECK(metric(r, "ebizzy.lock.handoff_off_cpu_s") > 0.5 * metric(r, "ebizzy.lock.handoff_s"));
+  CHECK(metric(r, "ebizzy.lock.hold_s") < 0.5 * run_s);
   // At 2x over-commit on 8 pCPUs the MCS queue keeps draining (so each
   // cascade of early halts ends), and it is short on average.
-  CHECK(m(r, "ebizzy.lock.queue_drains") > 100);
-  CHECK(m(r, "ebizzy.lock.last_drain_s") > 0.9 * run_s);
-  CHECK(m(r, "ebizzy.lock.queue_len_avg") > 0);
-  CHECK(m(r, "ebizzy.lock.queue_len_avg") < 4);
+  CHECK(metric(r, "ebizzy.lock.queue_drains") > 100);
+  CHECK(metric(r, "ebizzy.lock.last_drain_s") > 0.9 * run_s);
+  CHECK(metric(r, "ebizzy.lock.queue_len_avg") > 0);
+  CHECK(metric(r, "ebizzy.lock.queue_len_avg") < 4);
   // Native qspinlock (nopvspin): no halts, no kicks.
   const auto n = run_metrics("pvq-16-native", kT4 +
                                                   "--set vm.vcpus=16 --set guest.pv_tlb_flush=true "
                                                   "--set guest.pv_spinlock=false "
                                                   "--set sim.max_simulated_s=0.5");
-  CHECK(m(n, "invariants.violations") == 0);
-  CHECK(m(n, "ebizzy.lock.pv_wait_node") + m(n, "ebizzy.lock.pv_wait_head") == 0);
+  CHECK(metric(n, "invariants.violations") == 0);
+  CHECK(metric(n, "ebizzy.lock.pv_wait_node") + metric(n, "ebizzy.lock.pv_wait_head") == 0);
   CHECK(n.find("vcpu.pv_kicks") == n.end());
 }
 
@@ -396,10 +397,10 @@ TEST_CASE("native flush waits longer when its targets wait for a lock with IRQs 
   const std::string n16 = "--set vm.vcpus=16 --set sim.max_simulated_s=0.5 ";
   const auto with = run_metrics("irqoff-16", kT4 + n16);
   const auto without = run_metrics("irqoff-16-none", kT4 + n16 + "--set ebizzy.lock_sections=0");
-  CHECK(m(with, "invariants.violations") == 0);
-  INFO("flush wait with lock sections " << m(with, "tlb.wait_avg_us") << " us, without "
-                                        << m(without, "tlb.wait_avg_us") << " us");
-  CHECK(m(with, "tlb.wait_avg_us") > 1.15 * m(without, "tlb.wait_avg_us"));
+  CHECK(metric(with, "invariants.violations") == 0);
+  INFO("flush wait with lock sections " << metric(with, "tlb.wait_avg_us") << " us, without "
+                                        << metric(without, "tlb.wait_avg_us") << " us");
+  CHECK(metric(with, "tlb.wait_avg_us") > 1.15 * metric(without, "tlb.wait_avg_us"));
 }
 
 // kvm_vcpu_kick() wakes a halted vCPU's thread whatever its RFLAGS.IF. A
@@ -415,18 +416,19 @@ TEST_CASE(
     "[cli][tlb]") {
   const std::string n16 = "--set vm.vcpus=16 --set sim.max_simulated_s=0.5 ";
   const auto r = run_metrics("ifclear-16", kT4 + n16);
-  CHECK(m(r, "invariants.violations") == 0);
-  const double spurious = r.contains("vcpu.spurious_wakeups") ? m(r, "vcpu.spurious_wakeups") : 0;
-  INFO("halts " << m(r, "vcpu.halts") << ", blocks " << m(r, "vcpu.blocks") << ", woken in vain "
-                << spurious << ", PV kicks " << m(r, "vcpu.pv_kicks") << " (woke "
-                << m(r, "vcpu.pv_kick_wakeups") << ")");
+  CHECK(metric(r, "invariants.violations") == 0);
+  const double spurious =
+      r.contains("vcpu.spurious_wakeups") ? metric(r, "vcpu.spurious_wakeups") : 0;
+  INFO("halts " << metric(r, "vcpu.halts") << ", blocks " << metric(r, "vcpu.blocks")
+                << ", woken in vain " << spurious << ", PV kicks " << metric(r, "vcpu.pv_kicks")
+                << " (woke " << metric(r, "vcpu.pv_kick_wakeups") << ")");
   CHECK(spurious > 10);
-  CHECK(m(r, "vcpu.blocks") <= m(r, "vcpu.halts"));
+  CHECK(metric(r, "vcpu.blocks") <= metric(r, "vcpu.halts"));
   // A kick that reaches a thread woken in vain still ends its halt.
-  CHECK(m(r, "vcpu.pv_kick_wakeups") <= m(r, "vcpu.pv_kicks"));
-  CHECK(m(r, "vcpu.pv_kick_wakeups") >= 0.9 * m(r, "vcpu.pv_kicks"));
+  CHECK(metric(r, "vcpu.pv_kick_wakeups") <= metric(r, "vcpu.pv_kicks"));
+  CHECK(metric(r, "vcpu.pv_kick_wakeups") >= 0.9 * metric(r, "vcpu.pv_kicks"));
   const auto n = run_metrics("ifclear-16-nopvspin", kT4 + n16 + "--set guest.pv_spinlock=false");
-  CHECK(m(n, "invariants.violations") == 0);
+  CHECK(metric(n, "invariants.violations") == 0);
   CHECK_FALSE(n.contains("vcpu.spurious_wakeups"));
 }
 
@@ -442,22 +444,23 @@ TEST_CASE("ebizzy: two threads per vCPU are time-sliced by the guest CFS, evenly
   const std::string s = kT4 + "--set sim.max_simulated_s=1 --set vm.vcpus=8 ";
   const auto two = run_metrics("ebizzy-2t", s);  // ebizzy.threads 0: 2 x 8
   const auto one = run_metrics("ebizzy-1t", s + "--set ebizzy.threads=8");
-  CHECK(m(two, "ebizzy.threads") == 16);
-  CHECK(m(one, "ebizzy.threads") == 8);
+  CHECK(metric(two, "ebizzy.threads") == 16);
+  CHECK(metric(one, "ebizzy.threads") == 8);
   // ~62 switches per vCPU-second, 8 vCPUs, less the start-up spread.
-  CHECK(m(two, "guest.sched.fair_switches") > 8 * 45);
-  CHECK(m(two, "guest.sched.fair_switches") < 8 * 80);
+  CHECK(metric(two, "guest.sched.fair_switches") > 8 * 45);
+  CHECK(metric(two, "guest.sched.fair_switches") < 8 * 80);
   // Almost all of them at the tick (the rest: a thread's start-up sleep).
-  CHECK(m(two, "guest.sched.tick_preemptions") > 0.9 * m(two, "guest.sched.fair_switches"));
+  CHECK(metric(two, "guest.sched.tick_preemptions") >
+        0.9 * metric(two, "guest.sched.fair_switches"));
   // One thread per vCPU: nothing to slice.
   CHECK(one.find("guest.sched.fair_switches") == one.end());
   // Each thread gets half a vCPU: the fewest records within 20% of the most
   // (a 12-16 ms slice against ~740 us records), and the VM's throughput is
   // that of one thread per vCPU (a guest context switch every ~16 ms).
-  CHECK(m(two, "ebizzy.thread_records_min") > 0.8 * m(two, "ebizzy.thread_records_max"));
-  CHECK(m(two, "ebizzy.records_per_s") > 0.98 * m(one, "ebizzy.records_per_s"));
-  CHECK(m(two, "ebizzy.records_per_s") < 1.02 * m(one, "ebizzy.records_per_s"));
-  CHECK(m(two, "invariants.violations") == 0);
+  CHECK(metric(two, "ebizzy.thread_records_min") > 0.8 * metric(two, "ebizzy.thread_records_max"));
+  CHECK(metric(two, "ebizzy.records_per_s") > 0.98 * metric(one, "ebizzy.records_per_s"));
+  CHECK(metric(two, "ebizzy.records_per_s") < 1.02 * metric(one, "ebizzy.records_per_s"));
+  CHECK(metric(two, "invariants.violations") == 0);
 }
 
 // -m with 32 threads on 16 vCPUs used to stall on mmap_sem: a writer spun on
@@ -470,11 +473,11 @@ TEST_CASE("ebizzy -m with more threads than vCPUs does not stall on mmap_sem", "
       kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 --set ebizzy.alloc=mmap ";
   const auto two = run_metrics("ebizzy-m-2t", s);
   const auto one = run_metrics("ebizzy-m-1t", s + "--set ebizzy.threads=16");
-  CHECK(m(two, "ebizzy.threads") == 32);
-  CHECK(m(two, "ebizzy.records_per_s") > 0.5 * m(one, "ebizzy.records_per_s"));
-  CHECK(m(two, "ebizzy.thread_records_min") > 0);
-  CHECK(m(two, "mmap_sem.write_sleeps") > 0);
-  CHECK(m(two, "invariants.violations") == 0);
+  CHECK(metric(two, "ebizzy.threads") == 32);
+  CHECK(metric(two, "ebizzy.records_per_s") > 0.5 * metric(one, "ebizzy.records_per_s"));
+  CHECK(metric(two, "ebizzy.thread_records_min") > 0);
+  CHECK(metric(two, "mmap_sem.write_sleeps") > 0);
+  CHECK(metric(two, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -489,20 +492,21 @@ TEST_CASE(
       "--set sim.max_simulated_s=1 ";
   const auto native = run_metrics("tlb-light-native", s);
   const auto pv = run_metrics("tlb-light-pv", s + "--set guest.pv_tlb_flush=true");
-  const double n = m(native, "ebizzy.flush_wait_on_cpu_share");
-  const double p = m(pv, "ebizzy.flush_wait_on_cpu_share");
+  const double n = metric(native, "ebizzy.flush_wait_on_cpu_share");
+  const double p = metric(pv, "ebizzy.flush_wait_on_cpu_share");
   INFO("on-CPU flush wait share: native " << n << ", PV " << p);
   CHECK(n > 0.5);
   CHECK(n < 0.9);
   CHECK(p < 0.1);
   // The share is the on-CPU part of the wait over the vCPU threads' CPU time.
   double run = 0;
-  for (int i = 0; i < 8; ++i) run += m(native, ("vcpu." + std::to_string(i) + ".run_s").c_str());
-  CHECK(n ==
-        Approx((m(native, "tlb.wait_s") - m(native, "tlb.wait_off_cpu_s")) / run).epsilon(1e-6));
-  CHECK(m(pv, "ebizzy.records_per_s") > 2 * m(native, "ebizzy.records_per_s"));
-  CHECK(m(native, "invariants.violations") == 0);
-  CHECK(m(pv, "invariants.violations") == 0);
+  for (int i = 0; i < 8; ++i)
+    run += metric(native, ("vcpu." + std::to_string(i) + ".run_s").c_str());
+  CHECK(n == Approx((metric(native, "tlb.wait_s") - metric(native, "tlb.wait_off_cpu_s")) / run)
+                 .epsilon(1e-6));
+  CHECK(metric(pv, "ebizzy.records_per_s") > 2 * metric(native, "ebizzy.records_per_s"));
+  CHECK(metric(native, "invariants.violations") == 0);
+  CHECK(metric(pv, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -515,13 +519,13 @@ TEST_CASE(
   const auto off = run_metrics("dy-ready-off", s);  // host 5.2: the era's default is off
   const auto era = run_metrics("dy-ready-era", s + "--set host.kernel=5.3");
   const auto on = run_metrics("dy-ready-on", s + "--set kvm.directed_yield_ready=true");
-  CHECK(m(off, "vcpu.directed_yields") > 0);
-  CHECK(m(off, "vcpu.directed_yields_woken") == 0);
-  CHECK(m(on, "vcpu.directed_yields_woken") > 0);
-  CHECK(m(on, "vcpu.directed_yields_woken") <= m(on, "vcpu.directed_yields"));
+  CHECK(metric(off, "vcpu.directed_yields") > 0);
+  CHECK(metric(off, "vcpu.directed_yields_woken") == 0);
+  CHECK(metric(on, "vcpu.directed_yields_woken") > 0);
+  CHECK(metric(on, "vcpu.directed_yields_woken") <= metric(on, "vcpu.directed_yields"));
   // host.kernel 5.3 turns it on.
-  CHECK(m(era, "vcpu.directed_yields_woken") > 0);
-  CHECK(m(on, "invariants.violations") == 0);
+  CHECK(metric(era, "vcpu.directed_yields_woken") > 0);
+  CHECK(metric(on, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -535,17 +539,18 @@ TEST_CASE(
   const auto off = run_metrics("kick-yield-off", s);  // host 4.16
   const auto on = run_metrics("kick-yield-on", s + "--set kvm.kick_cpu_yield=true");
   const auto era = run_metrics("kick-yield-era", s + "--set host.kernel=5.3");
-  CHECK(m(off, "ebizzy.lock.pv_kick") > 0);
-  CHECK(m(off, "vcpu.kick_yields") == 0);
-  CHECK(m(on, "vcpu.kick_yields") > 0);
+  CHECK(metric(off, "ebizzy.lock.pv_kick") > 0);
+  CHECK(metric(off, "vcpu.kick_yields") == 0);
+  CHECK(metric(on, "vcpu.kick_yields") > 0);
   // At most one yield per kick, and only to a target the kick woke (or that
   // was preempted): never more than the kicks.
-  CHECK(m(on, "vcpu.kick_yields") <= m(on, "vcpu.pv_kicks"));
-  CHECK(m(era, "vcpu.kick_yields") > 0);
+  CHECK(metric(on, "vcpu.kick_yields") <= metric(on, "vcpu.pv_kicks"));
+  CHECK(metric(era, "vcpu.kick_yields") > 0);
   // What the patch is for: the kicked queue head gets its pCPU at once, so a
   // free lock waits less for a halted head (seed 1: 0.41 s -> 0.20 s of 1 s).
-  CHECK(m(on, "ebizzy.lock.free_halted_head_s") < 0.8 * m(off, "ebizzy.lock.free_halted_head_s"));
-  CHECK(m(on, "invariants.violations") == 0);
+  CHECK(metric(on, "ebizzy.lock.free_halted_head_s") <
+        0.8 * metric(off, "ebizzy.lock.free_halted_head_s"));
+  CHECK(metric(on, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -561,18 +566,18 @@ TEST_CASE(
       "psy-nohost", s + "--set guest.pv_sched_yield=true --set kvm.pv_sched_yield=false");
   const auto old_host =
       run_metrics("psy-oldhost", s + "--set guest.pv_sched_yield=true --set host.kernel=5.1");
-  CHECK(m(off, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(metric(off, "guest.smp_call.pv_sched_yields") == 0);
   CHECK(off.find("vcpu.sched_yield_calls") == off.end());
   // One hypercall per IPI-many at most, each one the host saw.
-  CHECK(m(on, "guest.smp_call.pv_sched_yields") > 0);
-  CHECK(m(on, "guest.smp_call.pv_sched_yields") <= m(on, "guest.ipi.call_function.sent"));
-  CHECK(m(on, "vcpu.sched_yield_calls") == m(on, "guest.smp_call.pv_sched_yields"));
+  CHECK(metric(on, "guest.smp_call.pv_sched_yields") > 0);
+  CHECK(metric(on, "guest.smp_call.pv_sched_yields") <= metric(on, "guest.ipi.call_function.sent"));
+  CHECK(metric(on, "vcpu.sched_yield_calls") == metric(on, "guest.smp_call.pv_sched_yields"));
   // v5.2's kvm_sched_yield() yields only to a target still preempted when
   // the hypercall arrives.
-  CHECK(m(on, "vcpu.sched_yields") > 0);
-  CHECK(m(on, "vcpu.sched_yields") <= m(on, "vcpu.sched_yield_calls"));
+  CHECK(metric(on, "vcpu.sched_yields") > 0);
+  CHECK(metric(on, "vcpu.sched_yields") <= metric(on, "vcpu.sched_yield_calls"));
   // Without the host's KVM_FEATURE_PV_SCHED_YIELD the guest does not use it.
-  CHECK(m(no_host, "guest.smp_call.pv_sched_yields") == 0);
-  CHECK(m(old_host, "guest.smp_call.pv_sched_yields") == 0);
-  CHECK(m(on, "invariants.violations") == 0);
+  CHECK(metric(no_host, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(metric(old_host, "guest.smp_call.pv_sched_yields") == 0);
+  CHECK(metric(on, "invariants.violations") == 0);
 }
