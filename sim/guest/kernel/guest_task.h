@@ -54,6 +54,9 @@ class GuestTask {
   enum class Policy : std::uint8_t { Fifo, Normal };
   Policy policy = Policy::Fifo;
   [[nodiscard]] bool fair() const { return policy == Policy::Normal; }
+  // se.sum_exec_runtime (/proc/PID/sched), ns of rq->clock_task: the CPU time
+  // a Normal task got (kept for Normal tasks only).
+  [[nodiscard]] std::uint64_t sum_exec_runtime_ns() const { return sum_exec_; }
 
  private:
   friend class GuestKernel;
