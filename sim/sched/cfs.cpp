@@ -60,24 +60,6 @@ unsigned tunable_scaling_factor(TunableScaling scaling, int ncpus) {
   return 1;
 }
 
-CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns,
-                                 std::uint64_t min_granularity_ns,
-                                 std::uint64_t wakeup_granularity_ns,
-                                 std::uint64_t migration_cost_ns, TunableScaling scaling,
-                                 int ncpus) {
-  if (min_granularity_ns == 0) throw std::invalid_argument("sched_min_granularity_ns is 0");
-  const unsigned f = tunable_scaling_factor(scaling, ncpus);
-  CfsTunables t;
-  t.latency = clock.ns_to_cycles(latency_ns * f);
-  t.min_granularity = clock.ns_to_cycles(min_granularity_ns * f);
-  t.wakeup_granularity = clock.ns_to_cycles(wakeup_granularity_ns * f);
-  t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
-  t.ms = clock.ns_to_cycles(1000000);
-  // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
-  t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
-  return t;
-}
-
 CfsTunables CfsTunables::in_ns(std::uint64_t latency_ns, std::uint64_t min_granularity_ns,
                                std::uint64_t wakeup_granularity_ns, TunableScaling scaling,
                                int ncpus) {
@@ -88,7 +70,23 @@ CfsTunables CfsTunables::in_ns(std::uint64_t latency_ns, std::uint64_t min_granu
   t.min_granularity = min_granularity_ns * f;
   t.wakeup_granularity = wakeup_granularity_ns * f;
   t.ms = 1000000;
+  // DIV_ROUND_UP(latency, min_granularity); scaling multiplies both alike.
   t.nr_latency = static_cast<unsigned>((latency_ns + min_granularity_ns - 1) / min_granularity_ns);
+  return t;
+}
+
+CfsTunables CfsTunables::from_ns(const TscClock& clock, std::uint64_t latency_ns,
+                                 std::uint64_t min_granularity_ns,
+                                 std::uint64_t wakeup_granularity_ns,
+                                 std::uint64_t migration_cost_ns, TunableScaling scaling,
+                                 int ncpus) {
+  // The scaled ns values, each converted to cycles.
+  CfsTunables t = in_ns(latency_ns, min_granularity_ns, wakeup_granularity_ns, scaling, ncpus);
+  t.latency = clock.ns_to_cycles(t.latency);
+  t.min_granularity = clock.ns_to_cycles(t.min_granularity);
+  t.wakeup_granularity = clock.ns_to_cycles(t.wakeup_granularity);
+  t.migration_cost = clock.ns_to_cycles(migration_cost_ns);
+  t.ms = clock.ns_to_cycles(t.ms);
   return t;
 }
 
