@@ -26,6 +26,19 @@ std::vector<std::string> one_vcpu_guest(const std::string& hz, const std::string
           "sim.max_simulated_s=1"};
 }
 
+// The model's one guest kernel, with `first` and `second` added as CPU-bound
+// SCHED_NORMAL tasks before the run.
+GuestKernel& with_two_normal_hogs(InProcessModel& m, CpuHog& first, CpuHog& second) {
+  REQUIRE(m.system().vcpus().size() == 1);
+  auto* k = dynamic_cast<GuestKernel*>(m.system().vcpus().front()->guest());
+  REQUIRE(k != nullptr);
+  for (CpuHog* t : {&first, &second}) {
+    t->policy = GuestTask::Policy::Normal;
+    k->add_task(t);
+  }
+  return *k;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -36,17 +49,11 @@ TEST_CASE(
   // slice is 6 ms, and at HZ=1000 check_preempt_tick() first finds it used
   // up at the 7th tick after the switch: ~1000/7 = 143 preemptions a second.
   InProcessModel m("scenarios/overcommit_busy.yaml", one_vcpu_guest("1000", "12000000"));
-  REQUIRE(m.system().vcpus().size() == 1);
-  auto* k = dynamic_cast<GuestKernel*>(m.system().vcpus().front()->guest());
-  REQUIRE(k != nullptr);
   CpuHog first;
   CpuHog second;
-  for (CpuHog* t : {&first, &second}) {
-    t->policy = GuestTask::Policy::Normal;
-    k->add_task(t);
-  }
+  const GuestKernel& k = with_two_normal_hogs(m, first, second);
   m.run();
-  const auto& f = k->fair_stats();
+  const auto& f = k.fair_stats();
   CHECK(f.tick_preemptions >= 135);
   CHECK(f.tick_preemptions <= 150);
   CHECK(f.wakeup_preemptions == 0);  // neither ever sleeps
@@ -65,15 +72,10 @@ TEST_CASE(
   // run just under 3 ms and leads the other by less than a slice, so the
   // 4th tick preempts: ~250 preemptions a second.
   InProcessModel m("scenarios/overcommit_busy.yaml", one_vcpu_guest("1000", "6000000"));
-  auto* k = dynamic_cast<GuestKernel*>(m.system().vcpus().front()->guest());
-  REQUIRE(k != nullptr);
   CpuHog first;
   CpuHog second;
-  for (CpuHog* t : {&first, &second}) {
-    t->policy = GuestTask::Policy::Normal;
-    k->add_task(t);
-  }
+  const GuestKernel& k = with_two_normal_hogs(m, first, second);
   m.run();
-  CHECK(k->fair_stats().tick_preemptions >= 240);
-  CHECK(k->fair_stats().tick_preemptions <= 251);
+  CHECK(k.fair_stats().tick_preemptions >= 240);
+  CHECK(k.fair_stats().tick_preemptions <= 251);
 }
