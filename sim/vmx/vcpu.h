@@ -1,19 +1,8 @@
-// A KVM vCPU thread on an Intel VMX host: the vcpu_run() / vcpu_enter_guest()
-// loop of arch/x86/kvm/x86.c with vmx_vcpu_run() of arch/x86/kvm/vmx/vmx.c,
-// as a state machine of cost-bearing stages:
-//
-//   vcpu_enter_guest ─► vmx_vcpu_run ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
-//          ▲                  ▲                                  │                               │
-//          │                  └── exit fastpath (REENTER_GUEST) ◄┘                               │
-//          └─────────────────────────────────────────────────────────────────────────────────────┘
-//
-// kvm_wait_lapic_expire() runs either at the end of vcpu_enter_guest (before
-// v5.3) or inside vmx_vcpu_run right before the world switch (since).
-// The guest's code (sim/guest) runs inside the "guest" stage; it ends in an
-// exiting instruction, a host interrupt, or the VMX preemption timer.
-//
-// The mechanisms around the loop are their own classes and files, as KVM
-// splits them:
+// A KVM vCPU (struct kvm_vcpu / struct vcpu_vmx) on an Intel VMX host: the
+// thread that runs KVM_RUN, its LAPIC, and the mechanisms around the
+// vcpu_run() loop, as KVM splits them:
+//   vcpu_run.h        the vcpu_run() / vcpu_enter_guest() loop with
+//                     vmx_vcpu_run() and vmx_handle_exit() (VcpuRunLoop)
 //   exit_handlers.h   the kvm_vmx_exit_handlers[] table (handle_*.cpp, one
 //                     file per handler family, each registering itself)
 //   fastpath.cpp      vmx_exit_handlers_fastpath()
@@ -48,28 +37,11 @@
 #include "sim/vmx/preemption_timer.h"
 #include "sim/vmx/steal_time.h"
 #include "sim/vmx/tsc.h"
+#include "sim/vmx/vcpu_run.h"
 
 namespace kvmsim {
 
 class ParamSet;
-
-// The run loop's own costs; the exit handlers' are looked up by exit reason.
-struct VcpuCosts {
-  Sampler vmexit;            // hardware exit + vmx_vcpu_run() exit half
-  Sampler vmx_vcpu_run;      // vmx_vcpu_run() software entry half up to the world switch
-  Sampler vmentry;           // VMRESUME + hardware entry (+ whatever vmx_vcpu_run is not split out)
-  Sampler vcpu_enter_guest;  // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
-  Sampler handle_exit;       // vmx_handle_exit() common dispatch
-  Sampler exit_fastpath;     // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
-  Sampler fastpath_wrmsr;    // handle_fastpath_set_msr_irqoff() before the LAPIC work
-  double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
-  // Each registered exit handler's own cost (ExitHandler::cost_key).
-  std::array<Sampler, kMaxExitReason> exit_handler;
-  static VcpuCosts from(const ParamSet& p, const TscClock& clk);
-};
-
-// vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
-enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
 
 struct VmxConfig {
   unsigned preemption_timer_rate = 5;  // IA32_VMX_MISC[4:0]
@@ -116,14 +88,16 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] VmVcpuList* vm_vcpus() const { return vm_vcpus_; }
   void start();  // the thread enters KVM_RUN
 
-  // HostThread
-  void run(Pcpu& cpu, Tsc now) override;
-  void guest_interrupted(Pcpu& cpu, Tsc now) override;
-  void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
+  // HostThread: the run loop's stages and the events that end them.
+  void run(Pcpu& /*cpu*/, Tsc now) override { loop_.run(now); }
+  void guest_interrupted(Pcpu& cpu, Tsc now) override { loop_.guest_interrupted(cpu, now); }
+  void preemption_timer_expired(Pcpu& cpu, Tsc now) override {
+    loop_.preemption_timer_expired(cpu, now);
+  }
   // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.
   void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
   void sched_in(Pcpu& cpu, Tsc now) override;
-  void posted_interrupt(Pcpu& cpu, Tsc now) override;
+  void posted_interrupt(Pcpu& cpu, Tsc now) override { loop_.posted_interrupt(cpu, now); }
   void resched_requested(Pcpu& cpu, Tsc now) override;
 
   // LapicVcpu: vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
@@ -139,10 +113,11 @@ class Vcpu final : public LapicVcpu {
   // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
   // sender's cost.
   Tsc kick_from(LapicVcpu& sender, Tsc at) override;
-  // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
-  // part until the exit is handled with interrupts on (incl. the fastpath).
-  [[nodiscard]] bool in_guest_mode_for_ipi() const override;
-  void request_event() override { event_request_ = true; }  // KVM_REQ_EVENT
+  // vcpu->mode == IN_GUEST_MODE (VcpuRunLoop::in_guest_mode_for_ipi()).
+  [[nodiscard]] bool in_guest_mode_for_ipi() const override {
+    return loop_.in_guest_mode_for_ipi();
+  }
+  void request_event() override { loop_.request_event(); }  // KVM_REQ_EVENT
   // The one way a vector reaches the guest: if it can take one, the LAPIC
   // acknowledges the highest deliverable vector (kvm_get_apic_interrupt ->
   // apic_set_isr) and the guest's handler starts. Called at entry, on a
@@ -150,7 +125,7 @@ class Vcpu final : public LapicVcpu {
   void deliver_pending_interrupt(Tsc now);
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
-    if (state_ != State::InGuest) return;
+    if (!loop_.in_guest_mode()) return;
     if (ple_.spin_is_finite())  // the spin is a finite segment
       pcpu_->shorten_segment(now_tsc());
     else
@@ -182,9 +157,11 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] Tsc hv_deadline_tsc() const { return hv_deadline_tsc_; }
   // What vmx_update_hv_timer() wrote for the current (or last) entry: whether
   // a deadline was loaded, and the 32-bit counter value (for the views).
-  [[nodiscard]] bool preemption_timer_loaded() const { return preemption_timer_loaded_; }
-  [[nodiscard]] std::uint32_t preemption_timer_value() const { return preemption_timer_value_; }
-  [[nodiscard]] bool in_guest_mode() const { return state_ == State::InGuest; }
+  [[nodiscard]] bool preemption_timer_loaded() const { return loop_.preemption_timer_loaded(); }
+  [[nodiscard]] std::uint32_t preemption_timer_value() const {
+    return loop_.preemption_timer_value();
+  }
+  [[nodiscard]] bool in_guest_mode() const { return loop_.in_guest_mode(); }
   // RFLAGS.IF and not inside a handler: an injected vector is taken at entry.
   [[nodiscard]] bool guest_interruptible() const override {
     return guest_ != nullptr && guest_->interruptible();
@@ -193,7 +170,7 @@ class Vcpu final : public LapicVcpu {
   // preempted, or woken from kvm_vcpu_block()); the CPL at the last exit.
   [[nodiscard]] bool preempted() const { return preempted_; }
   [[nodiscard]] bool ready() const { return ready_; }
-  [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
+  [[nodiscard]] bool in_kernel_at_exit() const { return loop_.in_kernel_at_exit(); }
 
   // The mechanisms, with their counters.
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
@@ -214,80 +191,33 @@ class Vcpu final : public LapicVcpu {
 
   // --- for the exit and hypercall handlers ------------------------------------
   // The exiting instruction (WRMSR: MSR and value; VMCALL: number and argument).
-  [[nodiscard]] const GuestStep& exit_step() const { return exit_step_; }
+  [[nodiscard]] const GuestStep& exit_step() const { return loop_.exit_step(); }
   // The ICR write's kvm_apic_send_ipi() ends the current stage (send_icr_ipi()).
-  void defer_icr_send() { icr_send_pending_ = true; }
+  void defer_icr_send() { loop_.defer_icr_send(); }
   // Draws vcpu_enter_guest()'s cost now, keeps its entry side for the next
   // entry and returns its exit side (which runs before a handler's effect).
-  Tsc take_enter_guest_exit_side();
+  Tsc take_enter_guest_exit_side() { return loop_.take_enter_guest_exit_side(); }
 
  private:
   friend class KvmHalt;
   friend class PleWindow;
   friend class DirectedYield;
-
-  enum class State : std::uint8_t {
-    EnterGuest,  // vcpu_enter_guest() segment
-    VcpuRun,     // vcpu_run(): kvm_inject_pending_timer_irqs() before vcpu_enter_guest()
-    WaitEarly,   // kvm_wait_lapic_expire() at the pre-v5.3 site
-    VmxVcpuRun,  // vmx_vcpu_run() software entry half
-    WaitLate,    // kvm_wait_lapic_expire() right before the world switch
-    VmEntry,
-    InGuest,
-    VmExit,
-    Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
-    HostIrq,
-    HandleExit,
-    Poll,         // kvm_vcpu_halt(): halt polling
-    Block,        // vcpu_block() before schedule()
-    Blocked,      // the thread sleeps; the pCPU idles
-    Wakeup,       // back from kvm_vcpu_block()
-    Preempted,    // scheduled out at a preemption point of the vcpu_run loop
-    HaltRestart,  // vcpu_run(): timer to the IRR, then vcpu_block() again (still halted)
-  };
-
-  void begin_vcpu_enter_guest(Tsc now);
-  void after_vcpu_enter_guest(Tsc now);
-  void begin_vmx_vcpu_run(Tsc now);
-  void after_vmx_vcpu_run(Tsc now);
-  void begin_vmentry(Tsc now);
-  bool try_exit_fastpath(Tsc now);  // fastpath.cpp
-  void after_fastpath(Tsc now);     // fastpath.cpp
-  void after_handle_exit(Tsc now);
-  void send_icr_ipi(Tsc now);
-  bool wait_lapic_expire_at(WaitLapicExpireSite site, State after, Tsc now);
-  void enter_guest_mode(Tsc now);
-  void guest_step(Tsc now);
-  void vmexit(ExitReason reason, Tsc now);
-  void handle_exit(Tsc now);
-  Tsc run_exit_handler(Tsc now);
-  [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
+  friend class VcpuRunLoop;
 
   int vm_id_;
   KvmSignals& kvm_signals_;
   // The VM's configuration (VmConfig, owned by the Vm and shared by its vCPUs).
-  const VcpuCosts& costs_;
   const VmxConfig& vmx_;
   TscScaling tsc_;
   KvmLapic lapic_;
   GuestVcpu* guest_ = nullptr;
   VmVcpuList* vm_vcpus_ = nullptr;
 
-  State state_ = State::EnterGuest;
-  ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
-  GuestStep exit_step_;  // the exiting instruction, for its handler
-  ExitFastpath fastpath_ = ExitFastpath::None;
-  bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
-  bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
-  bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
-  bool preempted_ = false;         // vcpu->preempted
-  bool ready_ = false;             // vcpu->ready (v5.3+): preempted, or woken from a halt
-  bool in_kernel_at_exit_ = true;  // the guest's CPL was 0 at the last exit
-  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early
+  bool preempted_ = false;  // vcpu->preempted
+  bool ready_ = false;      // vcpu->ready (v5.3+): preempted, or woken from a halt
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
-  std::uint32_t preemption_timer_value_ = 0xffffffffU;
-  bool preemption_timer_loaded_ = false;
 
+  VcpuRunLoop loop_;
   KvmHalt halt_;
   PleWindow ple_;
   DirectedYield dy_;

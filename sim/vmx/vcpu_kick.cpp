@@ -4,6 +4,7 @@
 // notifications in non-root mode, and the ICR write's send.
 #include "sim/sched/host.h"
 #include "sim/vmx/vcpu.h"
+#include "sim/vmx/vcpu_run.h"
 
 namespace kvmsim {
 
@@ -14,7 +15,7 @@ namespace kvmsim {
 // pCPU.
 void Vcpu::kick(Tsc now, int from_cpu) {
   if (halt_.wake_up(now, from_cpu)) return;
-  if (state_ == State::InGuest && pcpu_->id() != from_cpu && from_cpu >= 0 &&
+  if (loop_.in_guest_mode() && pcpu_->id() != from_cpu && from_cpu >= 0 &&
       pcpu_->current() == this) {
     ++stats_.kicks;
     // smp_send_reschedule(): forces a VM exit.
@@ -22,15 +23,15 @@ void Vcpu::kick(Tsc now, int from_cpu) {
   }
 }
 
-bool Vcpu::in_guest_mode_for_ipi() const {
+bool VcpuRunLoop::in_guest_mode_for_ipi() const {
   switch (state_) {
-    case State::WaitEarly:
-    case State::VmxVcpuRun:
-    case State::WaitLate:
-    case State::VmEntry:
-    case State::InGuest:
-    case State::VmExit:
-    case State::Fastpath:
+    case VcpuState::WaitEarly:
+    case VcpuState::VmxVcpuRun:
+    case VcpuState::WaitLate:
+    case VcpuState::VmEntry:
+    case VcpuState::InGuest:
+    case VcpuState::VmExit:
+    case VcpuState::Fastpath:
       return true;
     default:
       return false;
@@ -45,8 +46,7 @@ bool Vcpu::in_guest_mode_for_ipi() const {
 Tsc Vcpu::kick_from(LapicVcpu& sender, Tsc at) {
   Tsc cost = 0;
   if (halt_.wake_up_from(sender, at, &cost)) return cost;
-  if (in_guest_mode_for_ipi() && !exiting_) {
-    exiting_ = true;
+  if (loop_.should_kick()) {
     lapic_.count_kick();
     const Tsc c = lapic_.costs().kick_ipi(sender.rng());
     sender.pcpu().send_ipi(*pcpu_, HostIpi::Reschedule, at + c);
@@ -58,10 +58,10 @@ Tsc Vcpu::kick_from(LapicVcpu& sender, Tsc at) {
 // The CPU's posted-interrupt processing in non-root mode: PIR -> vIRR and,
 // if the guest can take it, virtual-interrupt delivery; the guest step the
 // notification cut short continues after the handler.
-void Vcpu::posted_interrupt(Pcpu& cpu, Tsc now) {
-  guest_->suspend(suspend_remaining(cpu, now));
-  lapic_.sync_pir_to_irr(true);
-  deliver_pending_interrupt(now);
+void VcpuRunLoop::posted_interrupt(Pcpu& cpu, Tsc now) {
+  v_.guest_->suspend(suspend_remaining(cpu, now));
+  v_.lapic_.sync_pir_to_irr(true);
+  v_.deliver_pending_interrupt(now);
   guest_step(now);
 }
 
@@ -76,17 +76,17 @@ void Vcpu::deliver_pending_interrupt(Tsc now) {
 // The ICR write's kvm_apic_send_ipi() at the end of the decode stage; the
 // rest (accept on the target, notify or kick) is the next stage of the
 // same kind.
-void Vcpu::send_icr_ipi(Tsc now) {
+void VcpuRunLoop::send_icr_ipi(Tsc now) {
   icr_send_pending_ = false;
-  const Tsc cost = lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
-                                   static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  const Tsc cost = v_.lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
+                                      static_cast<std::uint32_t>(exit_step_.value >> 32), now);
   // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
   // handle_fastpath_set_msr_irqoff).
-  kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
-  if (state_ == State::Fastpath) {
-    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
+  v_.kvm_signals().kvm_msr_write(v_.vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  if (state_ == VcpuState::Fastpath) {
+    v_.pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
   } else {
-    pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
+    v_.pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
   }
 }
 

@@ -1,0 +1,150 @@
+// The vcpu_run() / vcpu_enter_guest() loop of arch/x86/kvm/x86.c with
+// vmx_vcpu_run() and vmx_handle_exit() of arch/x86/kvm/vmx/vmx.c, as a state
+// machine of cost-bearing stages:
+//
+//   vcpu_enter_guest ─► vmx_vcpu_run ─► vmentry ─► guest ─► vmexit ─► [host irq] ─► handle_exit ─┐
+//          ▲                  ▲                                  │                               │
+//          │                  └── exit fastpath (REENTER_GUEST) ◄┘                               │
+//          └─────────────────────────────────────────────────────────────────────────────────────┘
+//
+// Each stage is a segment on the vCPU's pCPU; when it ends, run() continues
+// with the next. kvm_wait_lapic_expire() runs either at the end of
+// vcpu_enter_guest (before v5.3) or inside vmx_vcpu_run right before the
+// world switch (since). The guest's code (sim/guest) runs inside the "guest"
+// stage; it ends in an exiting instruction, a host interrupt, or the VMX
+// preemption timer. Halting (Poll, Block, Blocked, Wakeup, HaltRestart) is
+// KvmHalt's (halt.h); it moves the loop through those states itself.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "sim/core/dist.h"
+#include "sim/core/time.h"
+#include "sim/vmx/exit_reason.h"
+#include "sim/vmx/guest_step.h"
+
+namespace kvmsim {
+
+class ParamSet;
+class Pcpu;
+class Vcpu;
+struct VmxConfig;
+enum class WaitLapicExpireSite : std::uint8_t;
+
+// The run loop's own costs; the exit handlers' are looked up by exit reason.
+struct VcpuCosts {
+  Sampler vmexit;            // hardware exit + vmx_vcpu_run() exit half
+  Sampler vmx_vcpu_run;      // vmx_vcpu_run() software entry half up to the world switch
+  Sampler vmentry;           // VMRESUME + hardware entry (+ whatever vmx_vcpu_run is not split out)
+  Sampler vcpu_enter_guest;  // vcpu_enter_guest() from handled exit to vmx_vcpu_run()
+  Sampler handle_exit;       // vmx_handle_exit() common dispatch
+  Sampler exit_fastpath;     // vmx_exit_handlers_fastpath() + the REENTER_GUEST loop turn
+  Sampler fastpath_wrmsr;    // handle_fastpath_set_msr_irqoff() before the LAPIC work
+  double vcpu_enter_guest_exit_share = 0.5;  // of vcpu_enter_guest, before vmx_handle_exit()
+  // Each registered exit handler's own cost (ExitHandler::cost_key).
+  std::array<Sampler, kMaxExitReason> exit_handler;
+  static VcpuCosts from(const ParamSet& p, const TscClock& clk);
+};
+
+// vmx_exit_handlers_fastpath() results (enum exit_fastpath_completion).
+enum class ExitFastpath : std::uint8_t { None, ReenterGuest, ExitHandled };
+
+// Where the vCPU thread is in the loop: the stage whose end run() handles.
+enum class VcpuState : std::uint8_t {
+  EnterGuest,  // vcpu_enter_guest() segment
+  VcpuRun,     // vcpu_run(): kvm_inject_pending_timer_irqs() before vcpu_enter_guest()
+  WaitEarly,   // kvm_wait_lapic_expire() at the pre-v5.3 site
+  VmxVcpuRun,  // vmx_vcpu_run() software entry half
+  WaitLate,    // kvm_wait_lapic_expire() right before the world switch
+  VmEntry,
+  InGuest,
+  VmExit,
+  Fastpath,  // vmx_exit_handlers_fastpath(), IRQs still off
+  HostIrq,
+  HandleExit,
+  Poll,         // kvm_vcpu_halt(): halt polling
+  Block,        // vcpu_block() before schedule()
+  Blocked,      // the thread sleeps; the pCPU idles
+  Wakeup,       // back from kvm_vcpu_block()
+  Preempted,    // scheduled out at a preemption point of the vcpu_run loop
+  HaltRestart,  // vcpu_run(): timer to the IRR, then vcpu_block() again (still halted)
+};
+
+class VcpuRunLoop {
+ public:
+  // `costs` and `vmx` are the VM's and must outlive the loop.
+  VcpuRunLoop(Vcpu& vcpu, const VcpuCosts& costs, const VmxConfig& vmx)
+      : v_(vcpu), costs_(costs), vmx_(vmx) {}
+
+  // The stage in `state()` ended at `now`: start the next one.
+  void run(Tsc now);
+  // Events that end the guest stage early: a host interrupt, the VMX
+  // preemption timer, a posted-interrupt notification (no exit).
+  void guest_interrupted(Pcpu& cpu, Tsc now);
+  void preemption_timer_expired(Pcpu& cpu, Tsc now);
+  void posted_interrupt(Pcpu& cpu, Tsc now);  // vcpu_kick.cpp
+
+  [[nodiscard]] VcpuState state() const { return state_; }
+  void set_state(VcpuState s) { state_ = s; }
+  [[nodiscard]] bool in_guest_mode() const { return state_ == VcpuState::InGuest; }
+  // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
+  // part until the exit is handled with interrupts on (incl. the fastpath).
+  [[nodiscard]] bool in_guest_mode_for_ipi() const;
+  // kvm_vcpu_exiting_guest_mode() as kvm_arch_vcpu_should_kick() uses it:
+  // IN_GUEST_MODE -> EXITING_GUEST_MODE; true when this kick must send the
+  // IPI (false: not in guest mode, or a kick is already on its way).
+  bool should_kick() {
+    if (!in_guest_mode_for_ipi() || exiting_) return false;
+    exiting_ = true;
+    return true;
+  }
+  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  // The CPL at the last exit (kvm_arch_vcpu_in_kernel()).
+  [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
+
+  // What vmx_update_hv_timer() wrote for the current (or last) entry.
+  [[nodiscard]] bool preemption_timer_loaded() const { return preemption_timer_loaded_; }
+  [[nodiscard]] std::uint32_t preemption_timer_value() const { return preemption_timer_value_; }
+
+  // --- for the exit and hypercall handlers ------------------------------------
+  [[nodiscard]] const GuestStep& exit_step() const { return exit_step_; }
+  void defer_icr_send() { icr_send_pending_ = true; }
+  Tsc take_enter_guest_exit_side();
+
+ private:
+  void begin_vcpu_enter_guest(Tsc now);
+  void after_vcpu_enter_guest(Tsc now);
+  void begin_vmx_vcpu_run(Tsc now);
+  void after_vmx_vcpu_run(Tsc now);
+  void begin_vmentry(Tsc now);
+  bool try_exit_fastpath(Tsc now);  // fastpath.cpp
+  void after_fastpath(Tsc now);     // fastpath.cpp
+  void after_handle_exit(Tsc now);
+  void send_icr_ipi(Tsc now);  // vcpu_kick.cpp
+  bool wait_lapic_expire_at(WaitLapicExpireSite site, VcpuState after, Tsc now);
+  void enter_guest_mode(Tsc now);
+  void guest_step(Tsc now);
+  void vmexit(ExitReason reason, Tsc now);
+  void handle_exit(Tsc now);
+  Tsc run_exit_handler(Tsc now);
+  [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
+
+  Vcpu& v_;
+  const VcpuCosts& costs_;
+  const VmxConfig& vmx_;
+
+  VcpuState state_ = VcpuState::EnterGuest;
+  ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
+  GuestStep exit_step_;  // the exiting instruction, for its handler
+  ExitFastpath fastpath_ = ExitFastpath::None;
+  bool icr_send_pending_ = false;  // the ICR write's kvm_apic_send_ipi() ends the current stage
+  bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
+  bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
+  bool in_kernel_at_exit_ = true;  // the guest's CPL was 0 at the last exit
+  Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early
+  std::uint32_t preemption_timer_value_ = 0xffffffffU;
+  bool preemption_timer_loaded_ = false;
+};
+
+}  // namespace kvmsim
