@@ -17,11 +17,11 @@ bool VcpuRunLoop::try_exit_fastpath(Tsc now) {
   Tsc cost = 0;
   const bool timer_paths = vmx_.exit_fastpath_timer;  // v5.8+
   if (timer_paths && exit_reason_ == ExitReason::MSR_WRITE &&
-      exit_step_.msr == MSR_IA32_TSC_DEADLINE && v_.lapic_.can_use_hv_timer()) {
+      exit_step_.msr == MSR_IA32_TSC_DEADLINE && vcpu().lapic_.can_use_hv_timer()) {
     // handle_fastpath_set_tscdeadline(): kvm_set_lapic_tscdeadline_msr() +
     // skip the instruction.
-    v_.kvm_signals().kvm_msr_write(v_.vcpu_id_, exit_step_.msr, exit_step_.value, now);
-    cost = costs_.fastpath_wrmsr(v_.rng()) + v_.lapic_.set_tscdeadline_msr(exit_step_.value, now);
+    vcpu().kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
+    cost = costs_.fastpath_wrmsr(rng()) + vcpu().lapic_.set_tscdeadline_msr(exit_step_.value, now);
   } else if (exit_reason_ == ExitReason::MSR_WRITE && exit_step_.msr == MSR_X2APIC_ICR &&
              KvmLapic::icr_fastpath_ok(exit_step_.value)) {
     // handle_fastpath_set_x2apic_icr_irqoff() (Wanpeng Li, v5.6): the IPI
@@ -29,18 +29,18 @@ bool VcpuRunLoop::try_exit_fastpath(Tsc now) {
     // EXIT_FASTPATH_EXIT_HANDLED (REENTER_GUEST only since 2024): the slow
     // path's vcpu_enter_guest() still runs.
     fastpath_ = ExitFastpath::ExitHandled;
-    ++v_.stats_.fastpath_exit_handled;
+    ++vcpu().stats_.fastpath_exit_handled;
     icr_send_pending_ = true;
     state_ = VcpuState::Fastpath;
-    v_.pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
-                      costs_.exit_fastpath(v_.rng()) + costs_.fastpath_wrmsr(v_.rng()) +
-                          v_.lapic_.costs().x2apic_icr_write(v_.rng()));
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
+                   costs_.exit_fastpath(rng()) + costs_.fastpath_wrmsr(rng()) +
+                       vcpu().lapic_.costs().x2apic_icr_write(rng()));
     return true;
   } else if (timer_paths && exit_reason_ == ExitReason::PREEMPTION_TIMER) {
     // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
     // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
     // APICv posts the vector straight into the vIRR.
-    cost = v_.lapic_.expired_hv_timer(now);
+    cost = vcpu().lapic_.expired_hv_timer(now);
   } else {
     return false;
   }
@@ -48,14 +48,13 @@ bool VcpuRunLoop::try_exit_fastpath(Tsc now) {
   // a pending request (the timer interrupt waiting for
   // kvm_inject_pending_timer_irqs() without APICv) ends the loop with
   // EXIT_HANDLED and the slow path runs vcpu_enter_guest() again.
-  fastpath_ = v_.lapic_.pending() || event_request_ || v_.pcpu_->need_resched()
+  fastpath_ = vcpu().lapic_.pending() || event_request_ || pcpu_->need_resched()
                   ? ExitFastpath::ExitHandled
                   : ExitFastpath::ReenterGuest;
-  ++(fastpath_ == ExitFastpath::ReenterGuest ? v_.stats_.fastpath_reenter
-                                             : v_.stats_.fastpath_exit_handled);
+  ++(fastpath_ == ExitFastpath::ReenterGuest ? vcpu().stats_.fastpath_reenter
+                                             : vcpu().stats_.fastpath_exit_handled);
   state_ = VcpuState::Fastpath;
-  v_.pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff,
-                    cost + costs_.exit_fastpath(v_.rng()));
+  pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost + costs_.exit_fastpath(rng()));
   return true;
 }
 
@@ -67,7 +66,7 @@ void VcpuRunLoop::after_fastpath(Tsc now) {
   if (fastpath_ == ExitFastpath::ReenterGuest) {
     // The REENTER_GUEST loop's sync_pir_to_irr() (the timer the fastpath
     // just injected is in the PIR).
-    if (v_.lapic_.config().apicv) v_.lapic_.sync_pir_to_irr(false);
+    if (vcpu().lapic_.config().apicv) vcpu().lapic_.sync_pir_to_irr(false);
     begin_vmx_vcpu_run(now);
     return;
   }

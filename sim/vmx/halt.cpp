@@ -67,7 +67,7 @@ void KvmHalt::vcpu_block(Tsc now) {
     const Tsc sw = hv_timer_before_block_ ? lapic.switch_to_sw_timer(now) : 0;
     cost += sw;
     halt_start_ = now + sw;  // kvm_vcpu_halt()'s start, after the timer switch
-    v_.loop_.set_state(VcpuState::Block);
+    v_.set_state(VcpuState::Block);
     pcpu.run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
     return;
   }
@@ -89,14 +89,14 @@ void KvmHalt::vcpu_block(Tsc now) {
     polled_ = true;
     ++hp_stats_.attempted;
     poll_start_ = now + sw;
-    v_.loop_.set_state(VcpuState::Poll);
+    v_.set_state(VcpuState::Poll);
     v_.kvm_signals().vcpu_poll(v_.id(), pcpu.id(), poll_start_);
     pcpu.run_for(Stage::HaltPoll, SegKind::HostIrqOn, sw + v_.ctx().clock.ns_to_cycles(window_ns));
     return;
   }
   Tsc cost = cfg_.vcpu_block(v_.rng());
   cost += sw;
-  v_.loop_.set_state(VcpuState::Block);
+  v_.set_state(VcpuState::Block);
   pcpu.run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cost);
 }
 
@@ -107,7 +107,7 @@ bool KvmHalt::vcpu_runnable() const {
 }
 
 bool KvmHalt::sleeping_in_halt() const {
-  return v_.loop_.state() == VcpuState::Blocked && (!v_.se().on_rq || !vcpu_runnable());
+  return v_.state() == VcpuState::Blocked && (!v_.se().on_rq || !vcpu_runnable());
 }
 
 // The poll loop ended: a wake-up (kvm_vcpu_check_block() < 0), the window
@@ -123,7 +123,7 @@ void KvmHalt::after_poll(Tsc now) {
     restart_halt(now, false);
     return;
   }
-  v_.loop_.set_state(VcpuState::Block);
+  v_.set_state(VcpuState::Block);
   v_.pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cfg_.vcpu_block(v_.rng()));
 }
 
@@ -160,7 +160,7 @@ void KvmHalt::finish_halt(Tsc now, bool waited) {
 }
 
 void KvmHalt::resched_requested(Tsc now) {
-  if (v_.loop_.state() == VcpuState::Poll) v_.pcpu_->shorten_segment(now);
+  if (v_.state() == VcpuState::Poll) v_.pcpu_->shorten_segment(now);
 }
 
 // The thread runs again after sleeping in kvm_vcpu_block().
@@ -193,7 +193,7 @@ void KvmHalt::rewait_block(Tsc now) {
   hp_stats_.wait_cycles += now - block_start_;
   block_start_ = now;
   rewaiting_ = true;
-  v_.loop_.set_state(VcpuState::Block);
+  v_.set_state(VcpuState::Block);
   v_.pcpu_->run_for(Stage::VcpuBlock, SegKind::HostIrqOn, cfg_.vcpu_block(v_.rng()));
 }
 
@@ -209,7 +209,7 @@ void KvmHalt::restart_halt(Tsc now, bool waited) {
   rewaiting_ = false;
   block_kicked_ = false;
   finish_halt(now, waited);
-  v_.loop_.set_state(VcpuState::HaltRestart);
+  v_.set_state(VcpuState::HaltRestart);
   v_.pcpu_->run_for(Stage::VcpuRun, SegKind::HostIrqOn, v_.lapic_.inject_pending_timer_irqs(now));
 }
 
@@ -246,7 +246,7 @@ void KvmHalt::after_block(Tsc now) {
   rewaiting_ = false;
   halt_restart_ = false;
   block_start_ = now;
-  v_.loop_.set_state(VcpuState::Blocked);
+  v_.set_state(VcpuState::Blocked);
   v_.pcpu_->sleep_current(now);  // schedule(): the idle task or another thread runs
 }
 
@@ -259,7 +259,7 @@ void KvmHalt::end_block(Tsc now, Tsc sched_cost) {
   if (v_.guest_->irqs_disabled() && !pv_unhalted_)
     invariant_failed(v_.comm(), "a halt with IRQs off ended without the PV kick");
   halt_restart_ = false;
-  v_.loop_.set_state(VcpuState::Wakeup);
+  v_.set_state(VcpuState::Wakeup);
   pv_unhalted_ = false;  // vcpu_block(): the halt is over
   if (hv_timer_before_block_) sched_cost += v_.lapic_.switch_to_hv_timer(now);
   v_.pcpu_->run_for(Stage::VcpuWakeup, SegKind::HostIrqOn, sched_cost);
@@ -271,13 +271,13 @@ void KvmHalt::end_block(Tsc now, Tsc sched_cost) {
 // woken (rcuwait_wake_up -> try_to_wake_up) and runs once the interrupt
 // returns.
 bool KvmHalt::wake_up(Tsc now, int from_cpu) {
-  if (v_.loop_.state() == VcpuState::Poll) {
+  if (v_.state() == VcpuState::Poll) {
     // Not waiting on the rcuwait: nothing to wake; the poll loop sees the
     // pending timer at its next kvm_vcpu_check_block().
     v_.pcpu_->shorten_segment(now);
     return true;
   }
-  if (v_.loop_.state() != VcpuState::Blocked) return false;
+  if (v_.state() != VcpuState::Blocked) return false;
   // Already woken (another vCPU's IPI kicked it): the wake-up is on its way.
   if (v_.se().on_rq) return true;
   // rcuwait_wake_up(): a blocked vCPU thread is asleep, so the wake-up succeeds.
@@ -296,7 +296,7 @@ bool KvmHalt::wake_up(Tsc now, int from_cpu) {
 // (the task is already running).
 bool KvmHalt::wake_up_from(LapicVcpu& sender, Tsc at, Tsc* cost) {
   *cost = 0;
-  switch (v_.loop_.state()) {
+  switch (v_.state()) {
     case VcpuState::Blocked: {
       if (v_.se().on_rq) return true;  // already woken: the wake-up is on its way
       // Halted with IF clear, KVM wakes the thread all the same

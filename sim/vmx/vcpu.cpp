@@ -27,21 +27,19 @@ VmxConfig VmxConfig::from(const ParamSet& p, const TscClock& clk) {
 
 Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts& costs,
            const VmxConfig& vmx, LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
-    : LapicVcpu("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, std::move(allowed),
-                vcpu_id, pcpu),
+    : VcpuRunLoop("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, std::move(allowed),
+                  vcpu_id, pcpu, costs, vmx),
       vm_id_(vm_id),
       kvm_signals_(pcpu.ctx().signals.get<KvmSignals>()),
-      vmx_(vmx),
       tsc_(tsc),
       lapic_(*this, lapic_cfg, std::move(lapic_costs)),
-      loop_(*this, costs, vmx),
       halt_(*this, vmx_.halt),
       ple_(vmx_.ple),
       dy_(*this, vmx_.directed_yield),
       steal_(*this, vmx_.steal_time) {}
 
 void Vcpu::start() {
-  loop_.set_state(VcpuState::EnterGuest);
+  set_state(VcpuState::EnterGuest);
   pcpu_->host().start_thread(this, pcpu_->id(), now_tsc());
 }
 

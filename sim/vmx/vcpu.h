@@ -75,7 +75,7 @@ struct VmVcpuList {
   int last_boosted_vcpu = 0;
 };
 
-class Vcpu final : public LapicVcpu {
+class Vcpu final : public VcpuRunLoop {
  public:
   // `pcpu`: where the thread starts; `allowed`: its affinity (one pCPU when
   // pinned). `costs` and `vmx` are the VM's and must outlive the vCPU.
@@ -88,16 +88,9 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] VmVcpuList* vm_vcpus() const { return vm_vcpus_; }
   void start();  // the thread enters KVM_RUN
 
-  // HostThread: the run loop's stages and the events that end them.
-  void run(Pcpu& /*cpu*/, Tsc now) override { loop_.run(now); }
-  void guest_interrupted(Pcpu& cpu, Tsc now) override { loop_.guest_interrupted(cpu, now); }
-  void preemption_timer_expired(Pcpu& cpu, Tsc now) override {
-    loop_.preemption_timer_expired(cpu, now);
-  }
   // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.
   void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
   void sched_in(Pcpu& cpu, Tsc now) override;
-  void posted_interrupt(Pcpu& cpu, Tsc now) override { loop_.posted_interrupt(cpu, now); }
   void resched_requested(Pcpu& cpu, Tsc now) override;
 
   // LapicVcpu: vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
@@ -113,11 +106,6 @@ class Vcpu final : public LapicVcpu {
   // (reschedule IPI to its pCPU), or IPI one in guest mode; returns the
   // sender's cost.
   Tsc kick_from(LapicVcpu& sender, Tsc at) override;
-  // vcpu->mode == IN_GUEST_MODE (VcpuRunLoop::in_guest_mode_for_ipi()).
-  [[nodiscard]] bool in_guest_mode_for_ipi() const override {
-    return loop_.in_guest_mode_for_ipi();
-  }
-  void request_event() override { loop_.request_event(); }  // KVM_REQ_EVENT
   // The one way a vector reaches the guest: if it can take one, the LAPIC
   // acknowledges the highest deliverable vector (kvm_get_apic_interrupt ->
   // apic_set_isr) and the guest's handler starts. Called at entry, on a
@@ -125,7 +113,7 @@ class Vcpu final : public LapicVcpu {
   void deliver_pending_interrupt(Tsc now);
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
-    if (!loop_.in_guest_mode()) return;
+    if (!in_guest_mode()) return;
     if (ple_.spin_is_finite())  // the spin is a finite segment
       pcpu_->shorten_segment(now_tsc());
     else
@@ -157,11 +145,6 @@ class Vcpu final : public LapicVcpu {
   [[nodiscard]] Tsc hv_deadline_tsc() const { return hv_deadline_tsc_; }
   // What vmx_update_hv_timer() wrote for the current (or last) entry: whether
   // a deadline was loaded, and the 32-bit counter value (for the views).
-  [[nodiscard]] bool preemption_timer_loaded() const { return loop_.preemption_timer_loaded(); }
-  [[nodiscard]] std::uint32_t preemption_timer_value() const {
-    return loop_.preemption_timer_value();
-  }
-  [[nodiscard]] bool in_guest_mode() const { return loop_.in_guest_mode(); }
   // RFLAGS.IF and not inside a handler: an injected vector is taken at entry.
   [[nodiscard]] bool guest_interruptible() const override {
     return guest_ != nullptr && guest_->interruptible();
@@ -170,7 +153,6 @@ class Vcpu final : public LapicVcpu {
   // preempted, or woken from kvm_vcpu_block()); the CPL at the last exit.
   [[nodiscard]] bool preempted() const { return preempted_; }
   [[nodiscard]] bool ready() const { return ready_; }
-  [[nodiscard]] bool in_kernel_at_exit() const { return loop_.in_kernel_at_exit(); }
 
   // The mechanisms, with their counters.
   [[nodiscard]] const VcpuStats& stats() const { return stats_; }
@@ -191,12 +173,6 @@ class Vcpu final : public LapicVcpu {
 
   // --- for the exit and hypercall handlers ------------------------------------
   // The exiting instruction (WRMSR: MSR and value; VMCALL: number and argument).
-  [[nodiscard]] const GuestStep& exit_step() const { return loop_.exit_step(); }
-  // The ICR write's kvm_apic_send_ipi() ends the current stage (send_icr_ipi()).
-  void defer_icr_send() { loop_.defer_icr_send(); }
-  // Draws vcpu_enter_guest()'s cost now, keeps its entry side for the next
-  // entry and returns its exit side (which runs before a handler's effect).
-  Tsc take_enter_guest_exit_side() { return loop_.take_enter_guest_exit_side(); }
 
  private:
   friend class KvmHalt;
@@ -206,8 +182,6 @@ class Vcpu final : public LapicVcpu {
 
   int vm_id_;
   KvmSignals& kvm_signals_;
-  // The VM's configuration (VmConfig, owned by the Vm and shared by its vCPUs).
-  const VmxConfig& vmx_;
   TscScaling tsc_;
   KvmLapic lapic_;
   GuestVcpu* guest_ = nullptr;
@@ -217,7 +191,6 @@ class Vcpu final : public LapicVcpu {
   bool ready_ = false;      // vcpu->ready (v5.3+): preempted, or woken from a halt
   Tsc hv_deadline_tsc_ = kHvDeadlineNone;
 
-  VcpuRunLoop loop_;
   KvmHalt halt_;
   PleWindow ple_;
   DirectedYield dy_;
@@ -225,5 +198,7 @@ class Vcpu final : public LapicVcpu {
   HypercallStats hc_stats_;
   VcpuStats stats_;
 };
+
+inline Vcpu& VcpuRunLoop::vcpu() { return static_cast<Vcpu&>(*this); }
 
 }  // namespace kvmsim

@@ -15,8 +15,7 @@ namespace kvmsim {
 // pCPU.
 void Vcpu::kick(Tsc now, int from_cpu) {
   if (halt_.wake_up(now, from_cpu)) return;
-  if (loop_.in_guest_mode() && pcpu_->id() != from_cpu && from_cpu >= 0 &&
-      pcpu_->current() == this) {
+  if (in_guest_mode() && pcpu_->id() != from_cpu && from_cpu >= 0 && pcpu_->current() == this) {
     ++stats_.kicks;
     // smp_send_reschedule(): forces a VM exit.
     pcpu_->host().pcpu(from_cpu).send_ipi(*pcpu_, HostIpi::Reschedule, now);
@@ -46,7 +45,7 @@ bool VcpuRunLoop::in_guest_mode_for_ipi() const {
 Tsc Vcpu::kick_from(LapicVcpu& sender, Tsc at) {
   Tsc cost = 0;
   if (halt_.wake_up_from(sender, at, &cost)) return cost;
-  if (loop_.should_kick()) {
+  if (should_kick()) {
     lapic_.count_kick();
     const Tsc c = lapic_.costs().kick_ipi(sender.rng());
     sender.pcpu().send_ipi(*pcpu_, HostIpi::Reschedule, at + c);
@@ -59,9 +58,9 @@ Tsc Vcpu::kick_from(LapicVcpu& sender, Tsc at) {
 // if the guest can take it, virtual-interrupt delivery; the guest step the
 // notification cut short continues after the handler.
 void VcpuRunLoop::posted_interrupt(Pcpu& cpu, Tsc now) {
-  v_.guest_->suspend(suspend_remaining(cpu, now));
-  v_.lapic_.sync_pir_to_irr(true);
-  v_.deliver_pending_interrupt(now);
+  vcpu().guest_->suspend(suspend_remaining(cpu, now));
+  vcpu().lapic_.sync_pir_to_irr(true);
+  vcpu().deliver_pending_interrupt(now);
   guest_step(now);
 }
 
@@ -78,15 +77,15 @@ void Vcpu::deliver_pending_interrupt(Tsc now) {
 // same kind.
 void VcpuRunLoop::send_icr_ipi(Tsc now) {
   icr_send_pending_ = false;
-  const Tsc cost = v_.lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
-                                      static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  const Tsc cost = vcpu().lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
+                                          static_cast<std::uint32_t>(exit_step_.value >> 32), now);
   // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
   // handle_fastpath_set_msr_irqoff).
-  v_.kvm_signals().kvm_msr_write(v_.vcpu_id_, exit_step_.msr, exit_step_.value, now);
+  vcpu().kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);
   if (state_ == VcpuState::Fastpath) {
-    v_.pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
+    pcpu_->run_for(Stage::ExitFastpath, SegKind::HostIrqOff, cost);
   } else {
-    v_.pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
+    pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, cost);
   }
 }
 

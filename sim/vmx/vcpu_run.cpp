@@ -28,14 +28,14 @@ VcpuCosts VcpuCosts::from(const ParamSet& p, const TscClock& clk) {
 }
 
 Tsc VcpuRunLoop::take_enter_guest_exit_side() {
-  const Tsc veg = costs_.vcpu_enter_guest(v_.rng());
+  const Tsc veg = costs_.vcpu_enter_guest(rng());
   const auto exit_side =
       static_cast<Tsc>(static_cast<double>(veg) * costs_.vcpu_enter_guest_exit_share);
   enter_guest_entry_side_ = veg - exit_side;
   return exit_side;
 }
 
-void VcpuRunLoop::run(Tsc now) {
+void VcpuRunLoop::run(Pcpu& /*cpu*/, Tsc now) {
   switch (state_) {
     case VcpuState::EnterGuest:
       after_vcpu_enter_guest(now);
@@ -56,8 +56,8 @@ void VcpuRunLoop::run(Tsc now) {
       enter_guest_mode(now);
       break;
     case VcpuState::InGuest:
-      if (v_.ple_.window_ran_out(now)) {  // the spin goes on after the exit
-        v_.guest_->suspend(v_.ple_.take_spin_left(now));
+      if (vcpu().ple_.window_ran_out(now)) {  // the spin goes on after the exit
+        vcpu().guest_->suspend(vcpu().ple_.take_spin_left(now));
         exit_step_ = GuestStep{};
         vmexit(ExitReason::PAUSE_INSTRUCTION, now);
         break;
@@ -72,27 +72,27 @@ void VcpuRunLoop::run(Tsc now) {
       break;
     case VcpuState::HostIrq: {
       state_ = VcpuState::HandleExit;
-      v_.pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+      pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
       break;
     }
     case VcpuState::HandleExit:
       after_handle_exit(now);
       break;
     case VcpuState::Block:
-      v_.halt_.after_block(now);
+      vcpu().halt_.after_block(now);
       break;
     case VcpuState::Poll:
-      v_.halt_.after_poll(now);
+      vcpu().halt_.after_poll(now);
       break;
     case VcpuState::Blocked:
-      v_.halt_.after_sleep(now);
+      vcpu().halt_.after_sleep(now);
       break;
     case VcpuState::Wakeup:
     case VcpuState::Preempted:
       begin_vcpu_enter_guest(now);
       break;
     case VcpuState::HaltRestart:
-      v_.halt_.halt_restart(now);
+      vcpu().halt_.halt_restart(now);
       break;
   }
 }
@@ -103,12 +103,12 @@ void VcpuRunLoop::after_handle_exit(Tsc now) {
     return;
   }
   if (exit_reason_ == ExitReason::HLT) {  // kvm_emulate_halt(): the vCPU is halted
-    v_.halt_.vcpu_block(now);
+    vcpu().halt_.vcpu_block(now);
     return;
   }
   // The vcpu_run() loop: need_resched -> schedule() (cond_resched(), or
   // xfer_to_guest_mode_handle_work() since v5.11) before the next entry.
-  if (v_.pcpu_->preempt_point(now)) {
+  if (pcpu_->preempt_point(now)) {
     state_ = VcpuState::Preempted;
     return;
   }
@@ -121,33 +121,34 @@ void VcpuRunLoop::begin_vcpu_enter_guest(Tsc now) {
   // vcpu_run(): a timer apic_timer_expired() left pending (from the hrtimer,
   // or from the exit path before v5.8) is injected between two
   // vcpu_enter_guest() calls, interrupts on (kvm_inject_pending_timer_irqs()).
-  if (v_.lapic_.pending() && state_ != VcpuState::VcpuRun) {
+  if (vcpu().lapic_.pending() && state_ != VcpuState::VcpuRun) {
     state_ = VcpuState::VcpuRun;
-    v_.pcpu_->run_for(Stage::VcpuRun, SegKind::HostIrqOn, v_.lapic_.inject_pending_timer_irqs(now));
+    pcpu_->run_for(Stage::VcpuRun, SegKind::HostIrqOn,
+                   vcpu().lapic_.inject_pending_timer_irqs(now));
     return;
   }
   state_ = VcpuState::EnterGuest;
-  Tsc cost = v_.steal_.update_pending() ? v_.steal_.record_steal_time(now) : 0;
+  Tsc cost = vcpu().steal_.update_pending() ? vcpu().steal_.record_steal_time(now) : 0;
   if (enter_guest_entry_side_ != kTscNever) {  // the exit side ran before the handler
     cost += enter_guest_entry_side_;
     enter_guest_entry_side_ = kTscNever;
   } else {
-    cost += costs_.vcpu_enter_guest(v_.rng());
+    cost += costs_.vcpu_enter_guest(rng());
   }
-  cost += v_.lapic_.inject_pending_timer_irqs(now);
+  cost += vcpu().lapic_.inject_pending_timer_irqs(now);
   if (event_request_) {  // KVM_REQ_EVENT: inject_pending_event()
     event_request_ = false;
-    cost += v_.lapic_.inject_event();
+    cost += vcpu().lapic_.inject_event();
   }
-  v_.pcpu_->run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
+  pcpu_->run_for(Stage::VcpuEnterGuest, SegKind::HostIrqOff, cost);
 }
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void VcpuRunLoop::after_vcpu_enter_guest(Tsc now) {
-  v_.steal_.write_back();  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
+  vcpu().steal_.write_back();  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
   // vcpu_enter_guest(): with APICv, sync_pir_to_irr() before the entry (and
   // before kvm_wait_lapic_expire() looks for the timer vector in the vIRR).
-  if (v_.lapic_.config().apicv) v_.lapic_.sync_pir_to_irr(false);
+  if (vcpu().lapic_.config().apicv) vcpu().lapic_.sync_pir_to_irr(false);
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VcpuEnterGuest, VcpuState::WaitEarly, now))
     begin_vmx_vcpu_run(now);
 }
@@ -155,20 +156,20 @@ void VcpuRunLoop::after_vcpu_enter_guest(Tsc now) {
 // kvm_wait_lapic_expire() if this kernel calls it at `site`: a busy-wait
 // segment, after which run() continues from `after`. False if it did nothing.
 bool VcpuRunLoop::wait_lapic_expire_at(WaitLapicExpireSite site, VcpuState after, Tsc now) {
-  if (v_.lapic_.config().wait_site != site) return false;
-  const Tsc spin = v_.lapic_.wait_lapic_expire(now);
+  if (vcpu().lapic_.config().wait_site != site) return false;
+  const Tsc spin = vcpu().lapic_.wait_lapic_expire(now);
   if (!spin) return false;
   state_ = after;
-  v_.pcpu_->run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
+  pcpu_->run_for(Stage::WaitLapicExpire, SegKind::HostIrqOff, spin);
   return true;
 }
 
 // vmx_vcpu_run(): the software entry half (register and MSR state,
 // mitigations, perf MSRs).
 void VcpuRunLoop::begin_vmx_vcpu_run(Tsc now) {
-  if (const Tsc c = costs_.vmx_vcpu_run(v_.rng())) {
+  if (const Tsc c = costs_.vmx_vcpu_run(rng())) {
     state_ = VcpuState::VmxVcpuRun;
-    v_.pcpu_->run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
+    pcpu_->run_for(Stage::VmxVcpuRun, SegKind::HostIrqOff, c);
     return;
   }
   after_vmx_vcpu_run(now);
@@ -180,14 +181,14 @@ void VcpuRunLoop::begin_vmx_vcpu_run(Tsc now) {
 // once the guest runs, so the rest of the entry path makes the timer late by
 // its length.
 void VcpuRunLoop::after_vmx_vcpu_run(Tsc now) {
-  preemption_timer_loaded_ = v_.hv_deadline_tsc_ != kHvDeadlineNone;
+  preemption_timer_loaded_ = vcpu().hv_deadline_tsc_ != kHvDeadlineNone;
   if (preemption_timer_loaded_) {
     preemption_timer_value_ =
-        vmx_preemption_timer_value(v_.hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
+        vmx_preemption_timer_value(vcpu().hv_deadline_tsc_, now, vmx_.preemption_timer_rate);
     // Invariant: vmx_set_hv_timer()'s fit check keeps the VMCS value in 32 bits.
-    if (v_.hv_deadline_tsc_ > now &&
-        (v_.hv_deadline_tsc_ - now) >> vmx_.preemption_timer_rate >> 32)
-      invariant_failed(v_.comm(), "the preemption-timer value does not fit in 32 bits");
+    if (vcpu().hv_deadline_tsc_ > now &&
+        (vcpu().hv_deadline_tsc_ - now) >> vmx_.preemption_timer_rate >> 32)
+      invariant_failed(comm(), "the preemption-timer value does not fit in 32 bits");
   }
   if (!wait_lapic_expire_at(WaitLapicExpireSite::VmxVcpuRun, VcpuState::WaitLate, now))
     begin_vmentry(now);
@@ -195,17 +196,17 @@ void VcpuRunLoop::after_vmx_vcpu_run(Tsc now) {
 
 void VcpuRunLoop::begin_vmentry(Tsc /*now*/) {
   state_ = VcpuState::VmEntry;
-  v_.pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(v_.rng()));
+  pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
 }
 
 void VcpuRunLoop::enter_guest_mode(Tsc now) {
-  v_.steal_.check_entry();
+  vcpu().steal_.check_entry();
   state_ = VcpuState::InGuest;
   exiting_ = false;
-  ++v_.stats_.entries;
-  v_.kvm_signals().kvm_entry(v_.vcpu_id_, v_.pcpu_->id(), now);
+  ++vcpu().stats_.entries;
+  vcpu().kvm_signals().kvm_entry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
-  if (v_.pcpu_->irq_pending()) {
+  if (pcpu_->irq_pending()) {
     vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
     return;
   }
@@ -216,33 +217,33 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
       vmexit(ExitReason::PREEMPTION_TIMER, now);
       return;
     }
-    v_.pcpu_->arm_vmx_preemption_timer(fire);
+    pcpu_->arm_vmx_preemption_timer(fire);
   }
   // Vectors posted meanwhile: vcpu_enter_guest()'s sync_pir_to_irr() after
   // IN_GUEST_MODE, or a notification pending with interrupts off, which the
   // CPU processes as posted once in non-root mode (no exit).
-  v_.lapic_.sync_pir_to_irr(v_.pcpu_->take_posted_intr_notification());
+  vcpu().lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
-  v_.deliver_pending_interrupt(now);
+  vcpu().deliver_pending_interrupt(now);
   guest_step(now);
 }
 
 void VcpuRunLoop::guest_step(Tsc now) {
-  const GuestStep s = v_.guest_->step(now);
-  v_.ple_.step_begins(s.pause_loop, s.kind == GuestStep::Kind::Exit);
+  const GuestStep s = vcpu().guest_->step(now);
+  vcpu().ple_.step_begins(s.pause_loop, s.kind == GuestStep::Kind::Exit);
   switch (s.kind) {
     case GuestStep::Kind::Run:
-      v_.pcpu_->run_for(s.stage, SegKind::Guest,
-                        s.pause_loop ? v_.ple_.bounded_spin(now, s.cycles) : s.cycles);
+      pcpu_->run_for(s.stage, SegKind::Guest,
+                     s.pause_loop ? vcpu().ple_.bounded_spin(now, s.cycles) : s.cycles);
       break;
     case GuestStep::Kind::Idle:
       // Pause-Loop Exiting: a PAUSE loop (gaps below ple_gap) that lasts
       // ple_window cycles exits with PAUSE_INSTRUCTION.
-      if (s.pause_loop && v_.ple_.enabled()) {
-        v_.pcpu_->run_for(s.stage, SegKind::Guest, v_.ple_.open_spin(now));
+      if (s.pause_loop && vcpu().ple_.enabled()) {
+        pcpu_->run_for(s.stage, SegKind::Guest, vcpu().ple_.open_spin(now));
         break;
       }
-      v_.pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
+      pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);
       break;
     case GuestStep::Kind::Exit:
       exit_step_ = s;
@@ -253,42 +254,42 @@ void VcpuRunLoop::guest_step(Tsc now) {
 
 // What is left of the guest step a VM exit or a posted interrupt cuts short.
 Tsc VcpuRunLoop::suspend_remaining(Pcpu& cpu, Tsc now) {
-  return v_.ple_.suspend_remaining(cpu.segment_end(), now);
+  return vcpu().ple_.suspend_remaining(cpu.segment_end(), now);
 }
 
 void VcpuRunLoop::guest_interrupted(Pcpu& cpu, Tsc now) {
-  v_.guest_->suspend(suspend_remaining(cpu, now));
+  vcpu().guest_->suspend(suspend_remaining(cpu, now));
   vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
 }
 
 void VcpuRunLoop::preemption_timer_expired(Pcpu& cpu, Tsc now) {
-  v_.guest_->suspend(suspend_remaining(cpu, now));
+  vcpu().guest_->suspend(suspend_remaining(cpu, now));
   vmexit(ExitReason::PREEMPTION_TIMER, now);
 }
 
 void VcpuRunLoop::vmexit(ExitReason reason, Tsc now) {
-  v_.pcpu_->disarm_vmx_preemption_timer();
-  v_.ple_.vmexit();
-  in_kernel_at_exit_ = v_.guest_->in_kernel_mode();
+  pcpu_->disarm_vmx_preemption_timer();
+  vcpu().ple_.vmexit();
+  in_kernel_at_exit_ = vcpu().guest_->in_kernel_mode();
   state_ = VcpuState::VmExit;
   exit_reason_ = reason;
-  ++v_.stats_.exits;
-  v_.kvm_signals().kvm_exit(v_.vcpu_id_, v_.pcpu_->id(), reason, now);
-  v_.pcpu_->run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(v_.rng()));
+  ++vcpu().stats_.exits;
+  vcpu().kvm_signals().kvm_exit(vcpu_id_, pcpu_->id(), reason, now);
+  pcpu_->run_for(Stage::VmExit, SegKind::HostIrqOff, costs_.vmexit(rng()));
 }
 
 // After the exit half: handle_exit_irqoff() runs the host handler of an
 // external interrupt (vmx_handle_external_intr), then local_irq_enable()
 // lets any other pending interrupt in; then the exit handler proper.
 void VcpuRunLoop::handle_exit(Tsc now) {
-  const Tsc irq = v_.pcpu_->take_pending_irqs(now);
+  const Tsc irq = pcpu_->take_pending_irqs(now);
   if (irq) {
     state_ = VcpuState::HostIrq;
-    v_.pcpu_->run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
+    pcpu_->run_for(Stage::HostIrq, SegKind::HostIrqOff, irq);
     return;
   }
   state_ = VcpuState::HandleExit;
-  v_.pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
+  pcpu_->run_for(Stage::HandleExit, SegKind::HostIrqOn, run_exit_handler(now));
 }
 
 // vmx_handle_exit() -> kvm_vmx_exit_handlers[reason] (exit_handlers.h);
@@ -296,12 +297,12 @@ void VcpuRunLoop::handle_exit(Tsc now) {
 Tsc VcpuRunLoop::run_exit_handler(Tsc now) {
   // vmx_handle_exit() returns at once for an exit the fastpath handled.
   if (fastpath_ == ExitFastpath::ExitHandled) return 0;
-  Tsc cost = costs_.handle_exit(v_.rng());
+  Tsc cost = costs_.handle_exit(rng());
   const auto r = static_cast<std::size_t>(exit_reason_);
   const ExitHandler& h = g_kvm_vmx_exit_handlers[r];
   if (!h.fn) return cost;
-  if (h.cost_key) cost += costs_.exit_handler[r](v_.rng());
-  return cost + h.fn(v_, now, cost);
+  if (h.cost_key) cost += costs_.exit_handler[r](rng());
+  return cost + h.fn(vcpu(), now, cost);
 }
 
 }  // namespace kvmsim

@@ -14,6 +14,10 @@
 // stage; it ends in an exiting instruction, a host interrupt, or the VMX
 // preemption timer. Halting (Poll, Block, Blocked, Wakeup, HaltRestart) is
 // KvmHalt's (halt.h); it moves the loop through those states itself.
+//
+// VcpuRunLoop is the part of the vCPU thread that runs the loop; Vcpu
+// (vcpu.h) derives from it as struct vcpu_vmx embeds struct kvm_vcpu, and
+// the loop reaches the rest of the vCPU through vcpu() (KVM's to_vmx()).
 #pragma once
 
 #include <array>
@@ -21,13 +25,13 @@
 
 #include "sim/core/dist.h"
 #include "sim/core/time.h"
+#include "sim/lapic/lapic_vcpu.h"
 #include "sim/vmx/exit_reason.h"
 #include "sim/vmx/guest_step.h"
 
 namespace kvmsim {
 
 class ParamSet;
-class Pcpu;
 class Vcpu;
 struct VmxConfig;
 enum class WaitLapicExpireSite : std::uint8_t;
@@ -71,26 +75,22 @@ enum class VcpuState : std::uint8_t {
   HaltRestart,  // vcpu_run(): timer to the IRR, then vcpu_block() again (still halted)
 };
 
-class VcpuRunLoop {
+class VcpuRunLoop : public LapicVcpu {
  public:
-  // `costs` and `vmx` are the VM's and must outlive the loop.
-  VcpuRunLoop(Vcpu& vcpu, const VcpuCosts& costs, const VmxConfig& vmx)
-      : v_(vcpu), costs_(costs), vmx_(vmx) {}
-
-  // The stage in `state()` ended at `now`: start the next one.
-  void run(Tsc now);
+  // HostThread: the stage in `state()` ended at `now`: start the next one.
+  void run(Pcpu& cpu, Tsc now) override;
   // Events that end the guest stage early: a host interrupt, the VMX
   // preemption timer, a posted-interrupt notification (no exit).
-  void guest_interrupted(Pcpu& cpu, Tsc now);
-  void preemption_timer_expired(Pcpu& cpu, Tsc now);
-  void posted_interrupt(Pcpu& cpu, Tsc now);  // vcpu_kick.cpp
+  void guest_interrupted(Pcpu& cpu, Tsc now) override;
+  void preemption_timer_expired(Pcpu& cpu, Tsc now) override;
+  void posted_interrupt(Pcpu& cpu, Tsc now) override;  // vcpu_kick.cpp
 
   [[nodiscard]] VcpuState state() const { return state_; }
   void set_state(VcpuState s) { state_ = s; }
   [[nodiscard]] bool in_guest_mode() const { return state_ == VcpuState::InGuest; }
   // vcpu->mode == IN_GUEST_MODE: from vcpu_enter_guest()'s IRQ-off entry
   // part until the exit is handled with interrupts on (incl. the fastpath).
-  [[nodiscard]] bool in_guest_mode_for_ipi() const;
+  [[nodiscard]] bool in_guest_mode_for_ipi() const override;
   // kvm_vcpu_exiting_guest_mode() as kvm_arch_vcpu_should_kick() uses it:
   // IN_GUEST_MODE -> EXITING_GUEST_MODE; true when this kick must send the
   // IPI (false: not in guest mode, or a kick is already on its way).
@@ -99,7 +99,7 @@ class VcpuRunLoop {
     exiting_ = true;
     return true;
   }
-  void request_event() { event_request_ = true; }  // KVM_REQ_EVENT
+  void request_event() override { event_request_ = true; }  // KVM_REQ_EVENT
   // The CPL at the last exit (kvm_arch_vcpu_in_kernel()).
   [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
 
@@ -112,7 +112,18 @@ class VcpuRunLoop {
   void defer_icr_send() { icr_send_pending_ = true; }
   Tsc take_enter_guest_exit_side();
 
+ protected:
+  // `costs` and `vmx` are the VM's and must outlive the vCPU.
+  VcpuRunLoop(std::string comm, int pid, CpuMask allowed, int vcpu_id, Pcpu& pcpu,
+              const VcpuCosts& costs, const VmxConfig& vmx)
+      : LapicVcpu(std::move(comm), pid, std::move(allowed), vcpu_id, pcpu),
+        vmx_(vmx),
+        costs_(costs) {}
+
+  const VmxConfig& vmx_;  // the VM's (VmConfig), shared by its vCPUs
+
  private:
+  Vcpu& vcpu();  // to_vmx(): the vCPU this loop is part of (vcpu.h)
   void begin_vcpu_enter_guest(Tsc now);
   void after_vcpu_enter_guest(Tsc now);
   void begin_vmx_vcpu_run(Tsc now);
@@ -130,9 +141,7 @@ class VcpuRunLoop {
   Tsc run_exit_handler(Tsc now);
   [[nodiscard]] Tsc suspend_remaining(Pcpu& cpu, Tsc now);
 
-  Vcpu& v_;
   const VcpuCosts& costs_;
-  const VmxConfig& vmx_;
 
   VcpuState state_ = VcpuState::EnterGuest;
   ExitReason exit_reason_ = ExitReason::EXTERNAL_INTERRUPT;
