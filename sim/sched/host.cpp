@@ -22,6 +22,7 @@ PcpuCosts pcpu_costs(const ParamSet& p, const TscClock& clk) {
   pc.softirq_rate_hz = p.d("noise.softirq.rate_hz");
   pc.softirq_duration = S("noise.softirq.duration");
   pc.cpuidle = cpuidle_config(p, clk);
+  pc.nohz_idle = p.b("host.nohz_idle");
   return pc;
 }
 
@@ -70,6 +71,7 @@ Pcpu& Host::pcpu(int cpu) {
     Rng phase = ctx_.stream(fmt::format("pcpu{}.tick", cpu));
     slot->hrtimers().start(tick.get(),
                            static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
+    slot->set_tick(tick.get(), period);
     ticks_.push_back(std::move(tick));
   }
   return *slot;

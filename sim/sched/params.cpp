@@ -36,6 +36,20 @@ void declare_sched_params(ParamRegistry& r) {
              "in host.isolcpus (the residual tick nohz_full keeps while one task runs), host.hz "
              "(CONFIG_HZ) on the others (a stock pCPU, where CFS preempts at the tick). "
              "0 = no tick."});
+  r.declare({"host.nohz_idle",
+             ParamType::Bool,
+             "true",
+             "bool",
+             {},
+             {},
+             {},
+             "CONFIG_NO_HZ_IDLE (the default of every distribution kernel): a pCPU stops its "
+             "tick when it goes idle (tick_nohz_idle_enter() -> tick_nohz_stop_sched_tick()) "
+             "and restarts it on the tick's grid when a thread runs again "
+             "(tick_nohz_idle_exit() -> tick_nohz_restart_sched_tick(); its work is part of "
+             "cost.vcpu_wakeup for a vCPU). The host has no timer-wheel timers or RCU callbacks "
+             "in the model, so the tick always stops. false = CONFIG_HZ_PERIODIC or nohz=off: "
+             "the tick fires on idle pCPUs too."});
   r.declare({"host.hz",
              ParamType::Int,
              "250",

@@ -142,6 +142,7 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
                                 next ? next->pid() : 0, next ? 120 + next->se().nice : 120, now);
   }
   curr_ = next;
+  if (!prev) tick_nohz_restart_sched_tick(now);  // the idle task's tick_nohz_idle_exit()
   if (next) {
     busy_since_ = now;
     next->sched_in(*this, now);
@@ -157,6 +158,24 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     next->run(*this, now);
   else
     enter_idle(now);
+}
+
+// NO_HZ_IDLE (host.nohz_idle): the idle task stops the tick, keeping where
+// it would have fired next (ts->last_tick); leaving idle restarts it there,
+// forwarded past now by whole periods (hrtimer_forward()), so the tick stays
+// on its grid.
+void Pcpu::tick_nohz_stop_sched_tick() {
+  if (!costs_.nohz_idle || tick_ == nullptr || !tick_->queued()) return;
+  last_tick_ = tick_->expires();
+  HostHrtimerBase::cancel(tick_);
+}
+
+void Pcpu::tick_nohz_restart_sched_tick(Tsc now) {
+  if (last_tick_ == kTscNever) return;
+  Tsc next = last_tick_;
+  if (next <= now) next += ((now - next) / tick_period_ + 1) * tick_period_;
+  last_tick_ = kTscNever;
+  hrtimers_.start(tick_, next);
 }
 
 // scheduler_ipi(): need_resched is already set by the sender (resched_curr).

@@ -110,6 +110,7 @@ struct PcpuCosts {
   Sampler softirq_duration;
   // Host cpuidle: C-states and the menu governor (sim/sched/cpuidle.h).
   CpuidleConfig cpuidle;
+  bool nohz_idle = true;  // host.nohz_idle: the tick stops while the pCPU is idle
 };
 
 struct PcpuStats {
@@ -151,6 +152,12 @@ class Pcpu : public sc_core::sc_module {
   void disarm_vmx_preemption_timer() { vmx_timer_ = kTscNever; }
 
   HostHrtimerBase& hrtimers() { return hrtimers_; }
+  // The pCPU's tick (tick_sched_timer) and its period, which NO_HZ_IDLE
+  // stops and restarts around idle (host.nohz_idle).
+  void set_tick(HostHrtimer* tick, Tsc period) {
+    tick_ = tick;
+    tick_period_ = period;
+  }
   // After changing hrtimers or raising IRQs from outside dispatch().
   void reschedule();
 
@@ -238,6 +245,11 @@ class Pcpu : public sc_core::sc_module {
   bool switching_ = false;  // in the context-switch segment to curr_
   Tsc busy_since_ = 0;
   HostHrtimerBase hrtimers_;
+  HostHrtimer* tick_ = nullptr;
+  Tsc tick_period_ = 0;
+  Tsc last_tick_ = kTscNever;  // tick_sched->last_tick: the tick's next expiry when it stopped
+  void tick_nohz_stop_sched_tick();
+  void tick_nohz_restart_sched_tick(Tsc now);
   sc_core::sc_event wake_;
   Tsc scheduled_ = kTscNever;
   bool in_dispatch_ = false;

@@ -14,6 +14,7 @@ namespace kvmsim {
 // cpuidle_select() run with interrupts off before the C-state.
 void Pcpu::enter_idle(Tsc now, bool first) {
   cstate_ = -1;
+  tick_nohz_stop_sched_tick();  // tick_nohz_idle_enter() (a no-op once stopped)
   if (!costs_.cpuidle.enabled) {
     run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
     return;

@@ -70,3 +70,32 @@ TEST_CASE("cpuidle: malformed state tables and menu without a table are errors",
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("host.cpuidle") != std::string::npos);
 }
+
+TEST_CASE(
+    "host NO_HZ_IDLE: an idle pCPU stops its 1000 Hz tick and restarts it on its grid when a "
+    "thread runs (with host.nohz_idle=false it ticks through idle)",
+    "[cli][cpuidle][tick]") {
+  // A nohz guest idle but for its watchdogs (a few wake-ups per second) on a
+  // stock pCPU ticking at 1000 Hz (no isolcpus, host.tick_hz=-1).
+  const std::string idle =
+      "scenarios/halt_poll_idle.yaml --set host.isolcpus=[] --set host.hz=1000 "
+      "--set host.tick_hz=-1 --set kvm.halt_poll_ns=0 --set sim.max_simulated_s=2 "
+      "--set host.cpuidle=menu";
+  const auto nohz = run_metrics("nohz-idle-on", idle + " --set host.nohz_idle=true");
+  const auto periodic = run_metrics("nohz-idle-off", idle + " --set host.nohz_idle=false");
+  const double wakeups = at(nohz, "vcpu.halts");
+  REQUIRE(wakeups > 2);
+  REQUIRE(wakeups < 20);
+  // Periodic: 2000 ticks in 2 s on the idle pCPU, each a host interrupt
+  // (besides the platform's noise interrupts).
+  const auto ticks_and_timers = [](const nlohmann::json& m) {
+    return at(m, "host.irqs") - at(m, "host.noise_irqs");
+  };
+  CHECK(ticks_and_timers(periodic) >= 2000);
+  // NO_HZ_IDLE: only the vCPU's own timer interrupts and the odd tick that
+  // falls inside a ~10 us run; never a tick per millisecond of idle.
+  CHECK(ticks_and_timers(nohz) < 2 * wakeups + 10);
+  // The stopped tick no longer bounds the menu governor's sleep length:
+  // more time in the deepest state, less C0.
+  CHECK(at(nohz, "host.cpu.2.c0_frac") < at(periodic, "host.cpu.2.c0_frac"));
+}

@@ -35,7 +35,7 @@ TEST_CASE("sim.fingerprint is pinned for the calibration scenarios", "[cli][fing
       {"scenarios/vmexit_tscdeadline.yaml --set vmexit.goal_cycles=67108864 --set "
        "kvm.exit_fastpath=true",
        4700155234575172},
-      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 6483562982683804},
+      {"scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=5000", 5713984186976447},
   };
   int i = 0;
   for (const auto& p : pinned) {
