@@ -70,9 +70,9 @@ struct IpiStats {
   }
 };
 
-// Where kvm_wait_lapic_expire() is called. Before v5.3 (commit c5ce8235cffa,
-// Wanpeng Li 2019) vcpu_enter_guest() called it ahead of kvm_x86_ops->run(),
-// leaving vmx_vcpu_run()'s software entry half (~700 cycles on a Haswell
+// Where kvm_wait_lapic_expire() is called. Before v5.3 ("KVM: LAPIC: Optimize
+// timer latency further", Wanpeng Li, May 2019) vcpu_enter_guest() called it ahead of
+// kvm_x86_ops->run(), leaving vmx_vcpu_run()'s software entry half (~700 cycles on a Haswell
 // desktop) between the end of the busy-wait and the world switch; since then
 // vmx_vcpu_run() calls it right before VMRESUME.
 enum class WaitLapicExpireSite : std::uint8_t { VmxVcpuRun, VcpuEnterGuest };

@@ -37,9 +37,11 @@ bool VcpuRunLoop::try_exit_fastpath(Tsc now) {
                        vcpu().lapic_.costs().x2apic_icr_write(rng()));
     return true;
   } else if (timer_paths && exit_reason_ == ExitReason::PREEMPTION_TIMER) {
-    // handle_fastpath_preemption_timer(): a soft-disabled (spurious) timer
-    // just re-enters; otherwise kvm_lapic_expired_hv_timer(), which with
-    // APICv posts the vector straight into the vIRR.
+    // handle_fastpath_preemption_timer(): kvm_lapic_expired_hv_timer(),
+    // which with APICv posts the vector straight into the vIRR. (The kernel
+    // sends a soft-disabled timer or a req_immediate_exit down the slow
+    // path instead; the model loads the timer only with a deadline and has
+    // no immediate exits, so neither happens here.)
     cost = vcpu().lapic_.expired_hv_timer(now);
   } else {
     return false;
