@@ -8,6 +8,7 @@
 #include "sim/core/invariants.h"
 #include "sim/lapic/apic_map.h"
 #include "sim/lapic/lapic_vcpu.h"
+#include "sim/sched/host.h"
 
 namespace kvmsim {
 
@@ -40,6 +41,10 @@ std::uint64_t KvmLapic::timer_advance_cycles() const {
 Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   if (!expired_tscdeadline_ || timer_advance_ns_ == 0 || !timer_irr()) return 0;
   if (!cfg_.apicv && !vcpu_.guest_interruptible()) return 0;  // not injected on this entry
+  return wait_lapic_expire_spin(now);
+}
+
+Tsc KvmLapic::wait_lapic_expire_spin(Tsc now) {
   const std::uint64_t deadline = expired_tscdeadline_;
   expired_tscdeadline_ = 0;
   const std::uint64_t guest_tsc = vcpu_.guest_tsc(now);
@@ -84,8 +89,10 @@ Tsc KvmLapic::wait_lapic_expire(Tsc now) {
   return spin + overhead;
 }
 
+// __kvm_migrate_apic_timer(): the hrtimer follows its vCPU, unless it is
+// posted (then it stays on its housekeeping pCPU).
 void KvmLapic::migrate_timer(Pcpu& cpu) {
-  if (queued()) cpu.hrtimers().start(this, expires());
+  if (queued() && !cfg_.post_timer) cpu.hrtimers().start(this, expires());
 }
 
 // kvm_set_lapic_tscdeadline_msr(): cancel the hrtimer, store, restart.
@@ -162,7 +169,11 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
     // expire = ktime_get() + ns - advance, on the host clock (host TSC ns).
     const std::uint64_t now_ns = host.cycles_to_ns(now);
     const Tsc expire = host.ns_to_cycles(now_ns + ns - advance);
-    vcpu_.pcpu().hrtimers().start(this, expire);
+    // HRTIMER_MODE_ABS_HARD on a nohz_full pCPU goes to a housekeeping one
+    // (get_nohz_timer_target()) when posted; else it is pinned here.
+    Pcpu& cpu = cfg_.post_timer ? vcpu_.pcpu().host().pcpu(cfg_.post_timer_cpu) : vcpu_.pcpu();
+    cpu.hrtimers().start(this, expire);
+    if (&cpu != &vcpu_.pcpu()) cpu.reschedule();  // its clockevent, from another pCPU
   } else {
     cost += apic_timer_expired(false, now);
   }
@@ -170,8 +181,46 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
 }
 
 // apic_timer_fn(): the host hrtimer fired (host hard-IRQ context).
-Tsc KvmLapic::fn(Pcpu& /*cpu*/, Tsc now) {
-  return costs_.apic_timer_fn(vcpu_.rng()) + apic_timer_expired(true, now);
+Tsc KvmLapic::fn(Pcpu& cpu, Tsc now) {
+  const Tsc cost = costs_.apic_timer_fn(vcpu_.rng());
+  if (cfg_.post_timer) {
+    // kvm_use_posted_timer_interrupt(): posted only while the vCPU is in
+    // guest mode; otherwise pending, and kvm_vcpu_kick() from this pCPU.
+    if (vcpu_.in_guest_mode_for_ipi()) return cost + post_timer_interrupt(cpu, now + cost);
+    if (pending_) return cost;
+    expired_tscdeadline_ = tscdeadline_;
+    ++pending_;
+    vcpu_.kick(now, cpu.id());
+    return cost;
+  }
+  return cost + apic_timer_expired(true, now);
+}
+
+// apic_timer_expired() -> kvm_use_posted_timer_interrupt() (v5.3+): on the
+// housekeeping pCPU, __kvm_wait_lapic_expire() spins out the advance, then
+// kvm_apic_inject_pending_timer_irqs() -> __apic_accept_irq() ->
+// vmx_deliver_posted_interrupt(): PIR, and POSTED_INTR_VECTOR to the vCPU's
+// pCPU, which takes it in non-root mode (no VM exit).
+Tsc KvmLapic::post_timer_interrupt(Pcpu& cpu, Tsc now) {
+  if (pending_) return 0;
+  expired_tscdeadline_ = tscdeadline_;
+  Tsc cost = 0;
+  if (timer_advance_ns_ != 0) cost += wait_lapic_expire_spin(now);
+  expired_tscdeadline_ = 0;
+  if (!tscdeadline_) return cost;
+  if (lvtt_masked_) {  // kvm_apic_local_deliver(): a masked LVT accepts nothing
+    ++masked_expiries_;
+    tscdeadline_ = 0;
+    return cost;
+  }
+  signals_.kvm_apic_accept_irq(vcpu_.id(), LOCAL_TIMER_VECTOR, now + cost);
+  tscdeadline_ = 0;
+  cost += costs_.inject_timer_irq(vcpu_.rng());
+  if (irq_.post(LOCAL_TIMER_VECTOR)) {  // ON was clear: notify
+    cost += costs_.posted_intr_notify(vcpu_.rng());
+    cpu.send_ipi(vcpu_.pcpu(), HostIpi::PostedIntr, now + cost);
+  }
+  return cost;
 }
 
 // apic_timer_expired(): coalesce, remember the deadline for the advance

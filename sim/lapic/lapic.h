@@ -159,6 +159,12 @@ struct LapicConfig {
   // apic_timer_expired() from the exit path with APICv injects at once
   // (v5.8+); before, it marks the timer pending for vcpu_run().
   bool expired_inject = true;
+  // kvm_can_post_timer_interrupt() (v5.3+, kvm.pi_inject_timer): the LAPIC
+  // timer's hrtimer runs on a housekeeping pCPU (`post_timer_cpu`, not
+  // pinned), and fires into the PIR with a posted-interrupt notification
+  // while the vCPU is in guest mode; the preemption timer is not used.
+  bool post_timer = false;
+  int post_timer_cpu = 0;
   // `preemption_timer_usable`: the CPU's VMX preemption timer can be used at
   // all (kvm_can_use_hv_timer()'s platform part, sim/vmx/preemption_timer.h).
   static LapicConfig from(const ParamSet& p, bool preemption_timer_usable);
@@ -235,6 +241,11 @@ class KvmLapic : public HostHrtimer {
   void migrate_timer(Pcpu& cpu);
   // The hrtimer function: apic_timer_fn(), in host hard-IRQ context.
   Tsc fn(Pcpu& cpu, Tsc now) override;
+  // apic_timer_expired() with kvm_use_posted_timer_interrupt(): the busy-wait
+  // and the posted delivery on `cpu` (the housekeeping pCPU).
+  Tsc post_timer_interrupt(Pcpu& cpu, Tsc now);
+  // __kvm_wait_lapic_expire(): the advance busy-wait (`now`: where it starts).
+  Tsc wait_lapic_expire_spin(Tsc now);
 
   [[nodiscard]] std::uint64_t tscdeadline() const { return tscdeadline_; }
   [[nodiscard]] int pending() const { return pending_; }

@@ -1,5 +1,7 @@
 // The LAPIC's typed configuration, read from the kvm.*, platform.* and
 // cost.lapic.* keys (declared in sim/lapic/params.cpp).
+#include <algorithm>
+
 #include "sim/core/params.h"
 #include "sim/lapic/lapic.h"
 
@@ -30,8 +32,18 @@ LapicCosts LapicCosts::from(const ParamSet& p, const TscClock& clk) {
 
 LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
   LapicConfig l;
-  l.hv_timer_available = p.b("kvm.enable_hv_timer") && preemption_timer_usable;
   l.apicv = p.b("platform.apicv");
+  // kvm_arch_init(): pi_inject_timer -1 = housekeeping_enabled(HK_FLAG_TIMER),
+  // i.e. on when the host isolates CPUs with nohz_full (host.isolcpus);
+  // kvm_can_post_timer_interrupt() also needs APICv.
+  const auto& iso = p.ints("host.isolcpus");
+  const std::int64_t pi = p.i("kvm.pi_inject_timer");
+  l.post_timer = l.apicv && (pi == 1 || (pi == -1 && !iso.empty())) &&
+                 !p.b("kvm.pi_inject_timer_needs_hlt_in_guest");
+  // housekeeping_any_cpu(): the lowest pCPU outside the isolated set.
+  while (std::find(iso.begin(), iso.end(), l.post_timer_cpu) != iso.end()) ++l.post_timer_cpu;
+  // kvm_can_use_hv_timer(): not with posted timer interrupts.
+  l.hv_timer_available = p.b("kvm.enable_hv_timer") && preemption_timer_usable && !l.post_timer;
   l.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");
   l.hv_timer_advance = p.b("kvm.hv_timer_advance");
   l.wait_site = p.s("kvm.wait_lapic_expire_site") == "vcpu_enter_guest"

@@ -30,6 +30,9 @@ class LapicVcpu : public HostThread {
   virtual void cancel_hv_timer() = 0;
   // kvm_vcpu_kick() from the LAPIC timer on this vCPU's pCPU (apic_timer_fn).
   virtual void kick(Tsc now) = 0;
+  // ... from the LAPIC timer on pCPU `from_cpu` (a posted-interrupt timer
+  // fires on a housekeeping pCPU).
+  virtual void kick(Tsc now, int from_cpu) = 0;
   // kvm_vcpu_kick() from `sender`'s thread at `at` (an IPI); the sender's cost.
   virtual Tsc kick_from(LapicVcpu& sender, Tsc at) = 0;
   // vcpu->mode == IN_GUEST_MODE.

@@ -22,6 +22,20 @@ void declare_lapic_params(ParamRegistry& r) {
              "apic_timer_expired() from the exit path with APICv injects the timer interrupt at "
              "once (kvm_apic_inject_pending_timer_irqs(), v5.8+); false = it only marks the timer "
              "pending and vcpu_run() injects it before the next vcpu_enter_guest()."});
+  r.declare({"kvm.pi_inject_timer", ParamType::Int, "0", "", -1, 1, {},
+             "kvm.pi_inject_timer (v5.3+, 0c5f81dad46c \"KVM: LAPIC: Inject timer interrupt via "
+             "posted interrupt\", Wanpeng Li 2019): with APICv the LAPIC timer's hrtimer runs on a "
+             "housekeeping pCPU, which busy-waits the advance and posts the vector (no VM exit) "
+             "while the vCPU is in guest mode; the preemption timer and the TSC-deadline exit "
+             "fastpath are not used. -1 = the module default: on when the host has nohz_full "
+             "CPUs (host.isolcpus), 1 = on, 0 = off (kernels before v5.3). The hrtimer always moves to "
+             "the lowest non-isolated pCPU (the kernel keeps it local when it expires before that "
+             "CPU's next event)."});
+  r.declare({"kvm.pi_inject_timer_needs_hlt_in_guest", ParamType::Bool, "false", "bool", {}, {}, {},
+             "Kernel-version switch: kvm_can_post_timer_interrupt() also requires MWAIT or HLT "
+             "in guest (1714a4eb6fb0, v5.18; in stable 5.4.214+ and 5.15.85+). The model's VMs "
+             "always exit on HLT, so with it posted timer interrupts are off whatever "
+             "kvm.pi_inject_timer says."});
   r.declare({"cost.lapic.start_hv_timer", ParamType::Dist, "150ns", "time", {}, {}, {},
              "start_hv_timer() + vmx_set_hv_timer()."});
   r.declare({"cost.lapic.start_sw_tscdeadline", ParamType::Dist, "400ns", "time", {}, {}, {},
@@ -83,6 +97,14 @@ void declare_lapic_eras(ParamRegistry& r) {
       "kvm.hv_timer_advance", "host.kernel",
       {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
        {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
+  r.set_eras("kvm.pi_inject_timer", "host.kernel",
+             {{"4.0", "0", "no posted timer interrupts"},
+              {"5.3", "-1",
+               "0c5f81dad46c: module default -1 = on with nohz_full "
+               "(housekeeping_enabled(HK_FLAG_TIMER))"}});
+  r.set_eras("kvm.pi_inject_timer_needs_hlt_in_guest", "host.kernel",
+             {{"4.0", "false", "posting needs APICv only"},
+              {"5.18", "true", "1714a4eb6fb0: and MWAIT or HLT in guest"}});
   r.set_eras("kvm.apic_timer_expired_inject", "host.kernel",
              {{"4.0", "false", "pending + KVM_REQ_PENDING_TIMER, injected by vcpu_run()"},
               {"5.8", "true",

@@ -98,7 +98,7 @@ class Vcpu final : public VcpuRunLoop {
   void cancel_hv_timer() override { hv_deadline_tsc_ = kHvDeadlineNone; }
   // kvm_vcpu_kick() from `from_cpu` (the pCPU the caller runs on): wake a
   // blocked vCPU, or IPI its pCPU when it is in guest mode elsewhere.
-  void kick(Tsc now, int from_cpu);
+  void kick(Tsc now, int from_cpu) override;
   void kick(Tsc now) override { kick(now, pcpu_->id()); }
 
   // --- IPIs from other vCPUs (vcpu_kick.cpp) ---------------------------------

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/context.h"
+#include "sim/sched/host.h"
 #include "sim/vmx/vcpu_metrics.h"
 
 namespace kvmsim {
@@ -23,6 +24,14 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
                     "no kernel has both",
                     p.origin("kvm.exit_fastpath")));
 
+  const std::int64_t cpus =
+      p.i("platform.sockets") * p.i("platform.cores_per_socket") * p.i("platform.threads_per_core");
+  if (l.post_timer && l.post_timer_cpu >= cpus)
+    throw ScenarioError(fmt::format(
+        "{}: key 'kvm.pi_inject_timer': posted timer interrupts need a housekeeping pCPU for "
+        "the LAPIC hrtimers, but host.isolcpus isolates all {} pCPUs",
+        p.origin("kvm.pi_inject_timer"), cpus));
+
   c.guest_tsc_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;
   c.tsc.ratio = c.guest_tsc_khz == clk.tsc_khz
                     ? TscScaling::kDefaultRatio
@@ -40,6 +49,10 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
     vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg_.vcpu_costs,
                                             cfg_.vmx, cfg_.lapic, cfg_.lapic_costs, cfg_.tsc));
   }
+  // The housekeeping pCPU the posted LAPIC timers fire on exists from the
+  // start (SystemC creates no module once the run began).
+  if (cfg_.lapic.post_timer && !vcpus_.empty())
+    vcpus_.front()->pcpu().host().pcpu(cfg_.lapic.post_timer_cpu);
   for (const auto& v : vcpus_) spin_list_.vcpus.push_back(v.get());
   for (const auto& v : vcpus_) v->set_vm_vcpus(&spin_list_);
   // kvm_apic_map: APIC ID = vCPU index in the VM.
