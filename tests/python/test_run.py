@@ -135,9 +135,12 @@ def test_ctrl_c_stops_the_child_instead_of_waiting_for_it(tmp_path):
             print("interrupted")
     """)
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    for _ in range(100):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
+    # The parent imports the package (pandas, numpy) before it starts the
+    # child: on a loaded machine that takes seconds, so wait for the pid
+    # file by a deadline, not a fixed number of polls.
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the fake CLI never started"
         time.sleep(0.05)
     child = int(pidfile.read_text())
     parent.send_signal(signal.SIGINT)  # what a notebook's interrupt does to the kernel
