@@ -19,7 +19,8 @@ TEST_CASE("exit handlers: the reasons the model's guests cause have handlers", "
     if (g_kvm_vmx_exit_handlers[r].fn)
       handled.insert(std::string(exit_reason_name(static_cast<ExitReason>(r))));
   CHECK(handled == std::set<std::string>{"EXTERNAL_INTERRUPT", "HLT", "VMCALL", "MSR_WRITE",
-                                         "PAUSE_INSTRUCTION", "PREEMPTION_TIMER"});
+                                         "PAUSE_INSTRUCTION", "PREEMPTION_TIMER",
+                                         "INTERRUPT_WINDOW"});
 }
 
 TEST_CASE("exit handlers: every handler and hypercall cost key is a declared parameter",

@@ -133,6 +133,10 @@ void declare_vmx_params(ParamRegistry& r) {
              "handle_preemption_timer() itself (LAPIC work counted separately)."});
   r.declare({"cost.handle_external_interrupt", ParamType::Dist, "50ns", "time", {}, {}, {},
              "handle_external_interrupt() after the host handler ran."});
+  r.declare({"cost.handle_interrupt_window", ParamType::Dist, "50ns", "time", {}, {}, {},
+             "handle_interrupt_window() (no APICv): clear the window control, KVM_REQ_EVENT "
+             "(estimate, as cost.handle_external_interrupt; the injection is "
+             "cost.lapic.inject_irq)."});
   r.declare({"cost.exit_fastpath", ParamType::Dist, "100ns", "time", {}, {}, {},
              "vmx_exit_handlers_fastpath() dispatch + one REENTER_GUEST loop turn "
              "(sync_pir_to_irr, kvm_vcpu_exit_request)."});

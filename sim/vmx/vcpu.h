@@ -111,6 +111,12 @@ class Vcpu final : public VcpuRunLoop {
   // apic_set_isr) and the guest's handler starts. Called at entry, on a
   // posted-interrupt notification, and by a guest's IRET (RFLAGS.IF again).
   void deliver_pending_interrupt(Tsc now);
+  // The guest set RFLAGS.IF again (IRET, STI, POPF). With APICv a pending
+  // vector is delivered now (virtual-interrupt delivery). Without, only a VM
+  // entry injects: if the last entry left a vector pending, KVM armed
+  // interrupt-window exiting (enable_irq_window()) and the guest exits now
+  // (true: the guest's next step is the INTERRUPT_WINDOW exit).
+  bool guest_irq_enabled(Tsc now);
   // The guest wrote memory another vCPU's guest spins on.
   void guest_store_seen() {
     if (!in_guest_mode()) return;

@@ -72,6 +72,16 @@ void Vcpu::deliver_pending_interrupt(Tsc now) {
   if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
 }
 
+bool Vcpu::guest_irq_enabled(Tsc now) {
+  if (lapic_.config().apicv) {
+    deliver_pending_interrupt(now);
+    return false;
+  }
+  // A vector that arrived in guest mode without the window armed is
+  // injected after the exit the sender's kick forces.
+  return irq_window_requested() && lapic_.has_interrupt();
+}
+
 // The ICR write's kvm_apic_send_ipi() at the end of the decode stage; the
 // rest (accept on the target, notify or kick) is the next stage of the
 // same kind.

@@ -225,6 +225,10 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
   vcpu().lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
   vcpu().deliver_pending_interrupt(now);
+  // Without APICv, inject_pending_event() -> enable_irq_window() when a
+  // vector is still pending after the injection (the guest's RFLAGS.IF is
+  // clear, or another waits).
+  irq_window_ = !vcpu().lapic_.config().apicv && vcpu().lapic_.has_interrupt();
   guest_step(now);
 }
 

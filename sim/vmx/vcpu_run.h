@@ -100,6 +100,10 @@ class VcpuRunLoop : public LapicVcpu {
     return true;
   }
   void request_event() override { event_request_ = true; }  // KVM_REQ_EVENT
+  // Interrupt-window exiting armed at the last entry (no APICv: a vector
+  // stayed pending because the guest could not take it, or a second one
+  // waits behind the injected one).
+  [[nodiscard]] bool irq_window_requested() const { return irq_window_; }
   // The CPL at the last exit (kvm_arch_vcpu_in_kernel()).
   [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
 
@@ -151,6 +155,7 @@ class VcpuRunLoop : public LapicVcpu {
   bool event_request_ = false;     // KVM_REQ_EVENT (an IRR vector to inject, no APICv)
   bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
   bool in_kernel_at_exit_ = true;  // the guest's CPL was 0 at the last exit
+  bool irq_window_ = false;        // CPU_BASED_INTR_WINDOW_EXITING set at the last entry
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;

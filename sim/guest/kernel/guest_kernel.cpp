@@ -173,14 +173,17 @@ GuestStep GuestKernel::irq_return(Tsc now) {
   // another vector was pending at injection (KVM then leaves PV EOI off).
   // Then a vector that became pending meanwhile.
   vcpu_.lapic().virtual_eoi();
-  vcpu_.deliver_pending_interrupt(now);
+  if (vcpu_.guest_irq_enabled(now))  // IRET: no APICv, the window exit
+    return GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
   return step(now);
 }
 
-// local_irq_restore() takes a vector that became pending.
-void GuestKernel::local_irq_restore(Tsc now) {
+// local_irq_restore() takes a vector that became pending (with APICv at
+// once; without, through the interrupt-window exit, the step it returns).
+std::optional<GuestStep> GuestKernel::local_irq_restore(Tsc now) {
   irqs_off_ = false;
-  vcpu_.deliver_pending_interrupt(now);
+  if (vcpu_.guest_irq_enabled(now)) return GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
+  return std::nullopt;
 }
 
 void GuestKernel::block_current() {

@@ -97,7 +97,7 @@ class GuestKernel : public GuestVcpu {
   // the vIRR: virtual-interrupt delivery, or KVM's interrupt-window exit,
   // whose exit is not modelled); the task then returns k.step(now).
   void local_irq_save() { irqs_off_ = true; }
-  void local_irq_restore(Tsc now);
+  std::optional<GuestStep> local_irq_restore(Tsc now);
   // Queue a step the kernel runs before returning to the current task.
   void push_kernel_step(const GuestStep& s) { kq_.push_back(s); }
 

@@ -195,7 +195,9 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
       case Phase::SectionIrqRestore:
         phase_ = Phase::SectionDone;
         if (irqsave_) {
-          k.local_irq_restore(now);  // a vector that waited runs first
+          // A vector that waited runs first (no APICv: after the
+          // interrupt-window exit).
+          if (auto s = k.local_irq_restore(now)) return *s;
           return k.step(now);
         }
         return run(k, now);
