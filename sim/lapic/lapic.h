@@ -226,6 +226,8 @@ class KvmLapic : public HostHrtimer {
   [[nodiscard]] bool has_interrupt() const {
     return irq_.deliverable() != ApicIrqState::kNone || irq_.pir_pending();
   }
+  // apic->irr_pending: any vector in the IRR, deliverable or not.
+  [[nodiscard]] bool irr_pending() const { return irq_.highest_irr() != ApicIrqState::kNone; }
   // vmx_sync_pir_to_irr(); vectors new in the IRR count as posted when
   // `posted` (moved there by the CPU with no exit on this vCPU).
   void sync_pir_to_irr(bool posted);

@@ -15,7 +15,13 @@ Tsc handle_wrmsr(Vcpu& v, Tsc now, Tsc /*cost*/) {
   if (wrmsr.msr != MSR_X2APIC_ICR)
     v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
   if (wrmsr.msr == MSR_IA32_TSC_DEADLINE) return lapic.set_tscdeadline_msr(wrmsr.value, now);
-  if (wrmsr.msr == MSR_X2APIC_EOI) return lapic.eoi();  // x2APIC EOI trapped without APICv
+  if (wrmsr.msr == MSR_X2APIC_EOI) {  // x2APIC EOI trapped without APICv
+    const Tsc c = lapic.eoi();
+    // apic_set_eoi() -> apic_update_ppr(): a vector the in-service one held
+    // back is deliverable now (KVM_REQ_EVENT).
+    if (lapic.has_interrupt()) v.request_event();
+    return c;
+  }
   if (wrmsr.msr == MSR_X2APIC_LVTT) {
     lapic.set_lvtt(wrmsr.value);  // kvm_x2apic_msr_write() -> kvm_lapic_reg_write(APIC_LVTT)
     return 0;

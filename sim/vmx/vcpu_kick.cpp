@@ -66,10 +66,12 @@ void VcpuRunLoop::posted_interrupt(Pcpu& cpu, Tsc now) {
 
 // Virtual-interrupt delivery (or the injection done at entry): the highest
 // deliverable vector is taken if the guest is interruptible.
-void Vcpu::deliver_pending_interrupt(Tsc now) {
-  if (!guest_->interruptible()) return;
+bool Vcpu::deliver_pending_interrupt(Tsc now) {
+  if (!guest_->interruptible()) return false;
   const int v = lapic_.ack_interrupt();
-  if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
+  if (v < 0) return false;
+  guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
+  return true;
 }
 
 bool Vcpu::guest_irq_enabled(Tsc now) {

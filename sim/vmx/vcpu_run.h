@@ -104,6 +104,14 @@ class VcpuRunLoop : public LapicVcpu {
   // stayed pending because the guest could not take it, or a second one
   // waits behind the injected one).
   [[nodiscard]] bool irq_window_requested() const { return irq_window_; }
+  // The handler injected at the last entry ends with an EOI that exits (no
+  // APICv: apic_sync_pv_eoi_to_guest() left PV EOI off because the IRR held
+  // another vector). Taken once, by the handler's end.
+  bool take_eoi_exit() {
+    const bool e = eoi_exit_;
+    eoi_exit_ = false;
+    return e;
+  }
   // The CPL at the last exit (kvm_arch_vcpu_in_kernel()).
   [[nodiscard]] bool in_kernel_at_exit() const { return in_kernel_at_exit_; }
 
@@ -156,6 +164,7 @@ class VcpuRunLoop : public LapicVcpu {
   bool exiting_ = false;           // EXITING_GUEST_MODE: a kick IPI is on its way
   bool in_kernel_at_exit_ = true;  // the guest's CPL was 0 at the last exit
   bool irq_window_ = false;        // CPU_BASED_INTR_WINDOW_EXITING set at the last entry
+  bool eoi_exit_ = false;          // PV EOI off for the handler injected at the last entry
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;

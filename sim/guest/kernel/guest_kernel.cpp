@@ -169,9 +169,10 @@ GuestStep GuestKernel::irq_return(Tsc now) {
   // a Linux guest on KVM uses PV EOI (KVM_FEATURE_PV_EOI, v3.6+:
   // kvm_guest_apic_eoi_write() clears the flag KVM set at injection by
   // apic_sync_pv_eoi_to_guest() and skips the x2APIC EOI WRMSR; KVM reads it
-  // back at the next exit). Not modelled: the EOI that does exit when
-  // another vector was pending at injection (KVM then leaves PV EOI off).
+  // back at the next exit). When another vector was pending at the
+  // injection KVM left PV EOI off: the EOI is a trapped x2APIC WRMSR.
   // Then a vector that became pending meanwhile.
+  if (vcpu_.take_eoi_exit()) return GuestStep::wrmsr(MSR_X2APIC_EOI, 0);
   vcpu_.lapic().virtual_eoi();
   if (vcpu_.guest_irq_enabled(now))  // IRET: no APICv, the window exit
     return GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
