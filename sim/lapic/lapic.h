@@ -228,6 +228,8 @@ class KvmLapic : public HostHrtimer {
   }
   // apic->irr_pending: any vector in the IRR, deliverable or not.
   [[nodiscard]] bool irr_pending() const { return irq_.highest_irr() != ApicIrqState::kNone; }
+  // A vector in service (apic->highest_isr_cache != -1).
+  [[nodiscard]] bool isr_pending() const { return irq_.highest_isr() != ApicIrqState::kNone; }
   // vmx_sync_pir_to_irr(); vectors new in the IRR count as posted when
   // `posted` (moved there by the CPU with no exit on this vCPU).
   void sync_pir_to_irr(bool posted);

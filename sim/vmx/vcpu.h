@@ -110,8 +110,7 @@ class Vcpu final : public VcpuRunLoop {
   // acknowledges the highest deliverable vector (kvm_get_apic_interrupt ->
   // apic_set_isr) and the guest's handler starts. Called at entry, on a
   // posted-interrupt notification, and by a guest's IRET (RFLAGS.IF again).
-  // True when a vector was delivered.
-  bool deliver_pending_interrupt(Tsc now);
+  void deliver_pending_interrupt(Tsc now);
   // The guest set RFLAGS.IF again (IRET, STI, POPF). With APICv a pending
   // vector is delivered now (virtual-interrupt delivery). Without, only a VM
   // entry injects: if the last entry left a vector pending, KVM armed

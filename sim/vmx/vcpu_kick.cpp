@@ -66,12 +66,10 @@ void VcpuRunLoop::posted_interrupt(Pcpu& cpu, Tsc now) {
 
 // Virtual-interrupt delivery (or the injection done at entry): the highest
 // deliverable vector is taken if the guest is interruptible.
-bool Vcpu::deliver_pending_interrupt(Tsc now) {
-  if (!guest_->interruptible()) return false;
+void Vcpu::deliver_pending_interrupt(Tsc now) {
+  if (!guest_->interruptible()) return;
   const int v = lapic_.ack_interrupt();
-  if (v < 0) return false;
-  guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
-  return true;
+  if (v >= 0) guest_->deliver_interrupt(static_cast<std::uint8_t>(v), now);
 }
 
 bool Vcpu::guest_irq_enabled(Tsc now) {

@@ -224,15 +224,16 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
   // CPU processes as posted once in non-root mode (no exit).
   vcpu().lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
-  const bool injected = vcpu().deliver_pending_interrupt(now);
+  vcpu().deliver_pending_interrupt(now);
   if (!vcpu().lapic_.config().apicv) {
     // Without APICv, inject_pending_event() -> enable_irq_window() when a
     // deliverable vector is still pending (the guest's RFLAGS.IF is clear,
-    // or one waits behind the injected one); apic_sync_pv_eoi_to_guest()
-    // leaves PV EOI off when the IRR is not empty, so the injected
-    // handler's EOI exits and KVM re-evaluates then.
-    irq_window_ = vcpu().lapic_.has_interrupt();
-    if (injected) eoi_exit_ = vcpu().lapic_.irr_pending();
+    // or one waits behind the injected one). apic_sync_pv_eoi_to_guest(),
+    // on every entry, leaves PV EOI off while the IRR is not empty, so the
+    // EOI of the handler in service exits and KVM re-evaluates then.
+    const KvmLapic& lapic = vcpu().lapic_;
+    irq_window_ = lapic.has_interrupt();
+    eoi_exit_ = lapic.isr_pending() && lapic.irr_pending();
   }
   guest_step(now);
 }

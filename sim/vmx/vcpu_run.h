@@ -104,9 +104,9 @@ class VcpuRunLoop : public LapicVcpu {
   // stayed pending because the guest could not take it, or a second one
   // waits behind the injected one).
   [[nodiscard]] bool irq_window_requested() const { return irq_window_; }
-  // The handler injected at the last entry ends with an EOI that exits (no
-  // APICv: apic_sync_pv_eoi_to_guest() left PV EOI off because the IRR held
-  // another vector). Taken once, by the handler's end.
+  // The handler in service ends with an EOI that exits (no APICv:
+  // apic_sync_pv_eoi_to_guest() left PV EOI off at the last entry because
+  // the IRR held another vector). Taken once, by the handler's end.
   bool take_eoi_exit() {
     const bool e = eoi_exit_;
     eoi_exit_ = false;
