@@ -246,24 +246,20 @@ TEST_CASE(
     "[cli][tlb][rwsem]") {
   const std::string s = kT4 + "--set ebizzy.alloc=mmap --set sim.max_simulated_s=0.3 ";
   // 8 vCPUs on 8 pCPUs: no vCPU thread is preempted, so a writer that finds
-  // the lock held by a writer spins (rwsem_optimistic_spin()); it sleeps
-  // only in the rare case the owner is off its CPU or need_resched is set
-  // here (an interrupt the owner took, a wake-up).
+  // the lock held by a writer spins (rwsem_optimistic_spin()), and never
+  // sleeps because of a preempted owner.
   const auto n8 = run_metrics("rwsem-m-8", s);
   CHECK(metric(n8, "vcpu.preemptions") == 0);
   CHECK(metric(n8, "mmap_sem.write_contended") > 0);
   CHECK(metric(n8, "mmap_sem.write_spins") > 0);
   CHECK(metric(n8, "mmap_sem.spin_acquires") > 0);
-  CHECK(metric(n8, "mmap_sem.sleeps_owner_preempted") * 10 < metric(n8, "mmap_sem.write_spins"));
+  CHECK(metric(n8, "mmap_sem.sleeps_owner_preempted") == 0);
   // 16 vCPUs: owners are preempted while they hold the lock (in their
   // flush); writers that see vcpu_is_preempted() sleep instead of spinning,
   // readers (the faults) sleep behind the writer.
   const auto n16 = run_metrics("rwsem-m-16", s + "--set vm.vcpus=16");
   CHECK(metric(n16, "vcpu.preemptions") > 0);
-  const auto sleeps_per_spin = [](const nlohmann::json& m) {
-    return metric(m, "mmap_sem.sleeps_owner_preempted") / metric(m, "mmap_sem.write_spins");
-  };
-  CHECK(sleeps_per_spin(n16) > 5 * sleeps_per_spin(n8));
+  CHECK(metric(n16, "mmap_sem.sleeps_owner_preempted") > 0);
   CHECK(metric(n16, "mmap_sem.write_sleeps") >= metric(n16, "mmap_sem.sleeps_owner_preempted"));
   CHECK(metric(n16, "mmap_sem.read_sleeps") > 0);
   // The releases wake the sleepers (readers get the lock with the wake-up,
