@@ -58,6 +58,12 @@ inline double metric(const nlohmann::json& j, const std::string& key) {
   return j.at(key).get<double>();
 }
 
+// The same, 0 for a key the run did not report (a counter that never
+// counted, e.g. exits.<REASON>.* of a reason that never exited).
+inline double metric_or_zero(const nlohmann::json& j, const std::string& key) {
+  return j.contains(key) ? j.at(key).get<double>() : 0.0;
+}
+
 // The test process's own temp area, kvmsim-test-<pid>, removed when the
 // process ends: test binaries of several build trees (or worktrees) that run
 // at once must not write into each other's output directories.
