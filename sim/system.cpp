@@ -139,6 +139,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   ctx_.clock.tsc_khz = static_cast<std::uint64_t>(p.i("platform.tsc_khz"));
   ctx_.seed = static_cast<std::uint64_t>(p.i("sim.seed"));
+  ctx_.kernel.use_systemc(opts.systemc_kernel || !opts.vcd_path.empty());  // sc_trace: SystemC's
   ctx_.run_ahead.enabled =
       opts.run_ahead && opts.vcd_path.empty();  // sc_trace samples SystemC's time
   ModelTime::reset();
@@ -251,7 +252,7 @@ void System::attach_views(const RunOptions& opts) {
 
 void System::stop() {
   stopped_ = true;
-  sc_core::sc_stop();
+  sim_stop();
 }
 
 RunResult System::run() {
@@ -261,7 +262,7 @@ RunResult System::run() {
   const Tsc limit = clk.from_ns(p_.d("sim.max_simulated_s") * 1e9);
   ctx_.run_ahead.run_until = limit;
   const auto wall0 = std::chrono::steady_clock::now();
-  sc_core::sc_start(cycles(limit));
+  ctx_.kernel.run(limit);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (progress_) progress_->finish();
@@ -271,6 +272,13 @@ RunResult System::run() {
                  static_cast<unsigned long long>(ctx_.events),
                  static_cast<unsigned long long>(ctx_.run_ahead.activations),
                  static_cast<unsigned long long>(ctx_.run_ahead.ties));
+  if (std::getenv("KVMSIM_RUN_AHEAD_STATS") && !ctx_.kernel.systemc()) {
+    const auto& k = ctx_.kernel.stats();
+    std::fprintf(stderr,
+                 "event kernel: %llu timed notifications, %llu cancelled, heap up to %llu\n",
+                 static_cast<unsigned long long>(k.timed), static_cast<unsigned long long>(k.dead),
+                 static_cast<unsigned long long>(k.max_heap));
+  }
   if (!invariant_violation().empty()) throw InvariantError(invariant_violation());
 
   RunResult r;

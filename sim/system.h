@@ -55,6 +55,11 @@ struct RunOptions {
   // (--no-run-ahead): one SystemC event per decision point. Every output is
   // the same either way (tests/cli/run_ahead_test.cpp); --vcd turns it off.
   bool run_ahead = true;
+  // The pCPUs' events run on the model's event kernel (sim/core/event_kernel.h),
+  // which reproduces SystemC's scheduling order; true (--systemc-kernel): on
+  // SystemC's own kernel. Every output is the same either way
+  // (tests/cli/event_kernel_test.cpp); --vcd needs SystemC's.
+  bool systemc_kernel = false;
   // Teaching views (sim/views), each attached only when its path is given.
   std::string perfetto_path;         // --perfetto FILE: Chrome trace-event JSON
   double perfetto_limit_ms = 50;     // nothing after this much simulated time

@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include <systemc>
+#include "sim/core/event_kernel.h"
 
 #include "sim/core/model_signals.h"
 #include "sim/lapic/lapic_signals.h"
@@ -41,7 +41,7 @@ void RunGuard::connect_tracepoints(SignalRegistry& signals) {
 void RunGuard::stop() {
   if (stopped_) return;
   stopped_ = true;
-  sc_core::sc_stop();
+  sim_stop();
 }
 
 // Wall-clock pace, checked every 2^18 segments (a few times per wall second).

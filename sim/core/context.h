@@ -7,6 +7,7 @@
 
 #include <systemc>
 
+#include "sim/core/event_kernel.h"
 #include "sim/core/model_time.h"
 #include "sim/core/random.h"
 #include "sim/core/run_ahead.h"
@@ -20,7 +21,8 @@ struct SimContext {
   std::uint64_t seed = 1;
   SignalRegistry signals;    // the open signals (sim/core/signal.h)
   std::uint64_t events = 0;  // model events dispatched (sim.events)
-  RunAhead run_ahead;        // how the pCPUs' SystemC activations run (sim/core/run_ahead.h)
+  EventKernel kernel;        // what runs the pCPUs' events (sim/core/event_kernel.h)
+  RunAhead run_ahead;        // how one pCPU activation runs (sim/core/run_ahead.h)
 
   [[nodiscard]] Rng stream(const std::string& component) const { return {seed, component}; }
 };

@@ -19,7 +19,7 @@ void invariant_failed(const std::string& component, const std::string& what) {
   if (!first_violation().empty()) return;
   first_violation() =
       fmt::format("invariant violated at simulated cycle {} in {}: {}", now_tsc(), component, what);
-  if (sc_core::sc_is_running()) sc_core::sc_stop();
+  if (sim_running()) sim_stop();
 }
 
 const std::string& invariant_violation() { return first_violation(); }

@@ -1,6 +1,7 @@
 // The model's time in host TSC cycles (1 SystemC time unit = 1 cycle).
 //
-// It is SystemC's time, except while one pCPU runs its next decision points
+// It is the event kernel's time (sim/core/event_kernel.h; SystemC's own in
+// SystemC mode), except while one pCPU runs its next decision points
 // inline in one SystemC activation (run-ahead, sim/core/run_ahead.h): then it
 // is the time that pCPU has reached (SystemC runs one process at a time, so
 // no other component can observe the difference). After an sc_stop() from a
@@ -26,7 +27,9 @@ inline Tsc sc_now_tsc() { return sc_core::sc_get_curr_simcontext()->time_stamp()
 
 class ModelTime {
  public:
-  [[nodiscard]] static Tsc now() { return ahead_ != kTscNever ? ahead_ : sc_now_tsc(); }
+  [[nodiscard]] static Tsc now() { return ahead_ != kTscNever ? ahead_ : kernel_now(); }
+  // The event kernel's time.
+  [[nodiscard]] static Tsc kernel_now() { return systemc_ ? sc_now_tsc() : kernel_now_; }
   // A pCPU's SystemC event was (re-)armed or cancelled: a pCPU running ahead
   // stops when one of its steps did that to another pCPU.
   static void note_rearm() { ++generation_; }
@@ -35,6 +38,9 @@ class ModelTime {
 
  private:
   friend class RunAhead;
+  friend class EventKernel;
+  static inline bool systemc_ = true;
+  static inline Tsc kernel_now_ = 0;
   static inline Tsc ahead_ = kTscNever;
   static inline std::uint64_t generation_ = 0;
 };

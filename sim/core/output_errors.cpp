@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include <systemc>
+#include "sim/core/event_kernel.h"
 
 namespace kvmsim {
 namespace {
@@ -22,7 +22,7 @@ void output_failed(const std::string& path, const std::string& what, int err) {
   paths().push_back(path);
   errors().push_back(path + ": " + what +
                      (err ? std::string(" (") + std::strerror(err) + ")" : ""));
-  if (sc_core::sc_is_running()) sc_core::sc_stop();
+  if (sim_running()) sim_stop();
 }
 
 const std::vector<std::string>& output_errors() { return errors(); }

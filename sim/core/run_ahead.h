@@ -1,10 +1,11 @@
-// Run-ahead: one SystemC activation of a pCPU runs its decision points one
+// Run-ahead: one activation of a pCPU by the event kernel
+// (sim/core/event_kernel.h, SystemC's order) runs its decision points one
 // after the other while the next one lies strictly before every other
-// pending SystemC activity and the sc_start() limit: nothing else can act in
-// between, so the order of everything, and every output, is what one event
-// per decision point gives. A step that re-armed or cancelled another pCPU's
-// event (a wake-up, an IPI, a kick, a store another vCPU spins on) ends the
-// run ahead, so that every cross-pCPU effect is ordered by SystemC as before.
+// pending activity and the run's limit: nothing else can act in between, so
+// the order of everything, and every output, is what one event per decision
+// point gives. A step that re-armed or cancelled another pCPU's event (a
+// wake-up, an IPI, a kick, a store another vCPU spins on) ends the run
+// ahead, so that every cross-pCPU effect is ordered by the kernel as before.
 // Off with --no-run-ahead, and for views that sample state through SystemC
 // (VCD via sc_trace). Outputs are the same either way.
 #pragma once
@@ -14,6 +15,7 @@
 
 #include <systemc>
 
+#include "sim/core/event_kernel.h"
 #include "sim/core/model_time.h"
 
 namespace kvmsim {
@@ -32,7 +34,7 @@ class RunAhead {
   // point) and next_decision(now). Returns false if the run stopped
   // (sc_stop()): the model's time then stays where it stopped.
   template <class Cpu>
-  bool dispatch(Cpu& cpu);
+  bool dispatch(Cpu& cpu, EventKernel& kernel);
   // After the activation re-armed its pCPU's event at the time it reached:
   // back to SystemC's time (unless the run stopped there).
   static void end_activation(bool running) {
@@ -41,9 +43,9 @@ class RunAhead {
 };
 
 template <class Cpu>
-bool RunAhead::dispatch(Cpu& cpu) {
+bool RunAhead::dispatch(Cpu& cpu, EventKernel& kernel) {
   ++activations;
-  const Tsc sc_now = sc_now_tsc();
+  const Tsc sc_now = ModelTime::kernel_now();
   Tsc now = sc_now;
   Tsc horizon = 0;
   bool horizon_known = false;
@@ -52,7 +54,7 @@ bool RunAhead::dispatch(Cpu& cpu) {
     ModelTime::ahead_ = now;
     const std::uint64_t generation = ModelTime::generation_;
     cpu.step(now);
-    if (sc_core::sc_get_simulator_status() != sc_core::SC_SIM_OK) return false;  // sc_stop()
+    if (kernel.stopped()) return false;  // sc_stop()
     if (!enabled) break;
     // Due now (or in the past): without run-ahead a zero-delay re-arm, which
     // runs alone when nothing else is pending now (now < horizon).
@@ -77,7 +79,7 @@ bool RunAhead::dispatch(Cpu& cpu) {
     if (next == kTscNever) break;
     if (!horizon_known) {
       // sc_max_time() when nothing is pending; 0 if anything is runnable now.
-      horizon = sc_now + sc_core::sc_time_to_pending_activity().value();
+      horizon = sc_now + kernel.time_to_pending_activity();
       horizon_known = true;
     }
     if (next >= horizon || next >= run_until) break;

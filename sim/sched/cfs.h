@@ -95,8 +95,9 @@ class CpuMask {
 struct SchedEntity {
   SchedEntity(int id_, int nice_ = 0, CpuMask allowed_ = CpuMask::all());
 
-  int id;                 // unique; breaks vruntime ties so that runs are deterministic
-  void* owner = nullptr;  // the caller's thread object; not used by the scheduler
+  int id;  // unique; breaks vruntime ties so that runs are deterministic
+  void* owner =
+      nullptr;  // the caller's thread object (Host::add_thread); not used by the scheduler
   int nice;
   std::uint32_t weight;  // se->load.weight
   CpuMask allowed;       // change only while the entity is not on a run queue

@@ -78,8 +78,7 @@ Pcpu& Host::pcpu(int cpu) {
 }
 
 HostThread* Host::thread_of(const SchedEntity& se) const {
-  const auto it = threads_.find(se.id);
-  return it == threads_.end() ? nullptr : it->second;
+  return static_cast<HostThread*>(se.owner);  // set by add_thread()
 }
 
 void Host::finalize() {

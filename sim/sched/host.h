@@ -44,7 +44,10 @@ class Host : public MetricSource {
 
   // A thread the host runs (owned by the caller). Threads are started with
   // start_thread() when the run begins.
-  void add_thread(HostThread* t) { threads_[t->se().id] = t; }
+  void add_thread(HostThread* t) {
+    threads_[t->se().id] = t;
+    t->se().owner = t;  // thread_of() without a lookup: it runs at every pick
+  }
   [[nodiscard]] HostThread* thread_of(const SchedEntity& se) const;
   // Creates the pCPUs that some thread may run on and that do not exist yet.
   void finalize();

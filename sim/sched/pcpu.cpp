@@ -19,9 +19,13 @@ Pcpu::Pcpu(const sc_core::sc_module_name& name, int id, SimContext& ctx, PcpuCos
       rng_(ctx.stream(std::string(name) + ".costs")),
       idle_comm_("swapper/" + std::to_string(id)),
       irq_(*this, ctx, std::string(name), costs_, hrtimers_) {
+  // SystemC's kernel runs dispatch() on wake_ (--systemc-kernel, --vcd); the
+  // model's own event kernel calls it directly.
   SC_METHOD(dispatch);
   sensitive << wake_;
   dont_initialize();
+  kproc_ = ctx.kernel.add_process(
+      this, [](void* self) { static_cast<Pcpu*>(self)->dispatch(); }, &wake_);
 }
 
 // The earliest time this pCPU must decide something: end of the current
@@ -47,14 +51,14 @@ void Pcpu::reschedule() {
   const Tsc now = now_tsc();  // the model's time (a pCPU may have run ahead)
   const Tsc next = next_decision(now);
   if (next == scheduled_) return;
-  wake_.cancel();
+  ctx_.kernel.cancel(kproc_);
   scheduled_ = next;
   ModelTime::note_rearm();
   if (next == kTscNever) return;
   // Fires at max(next, now) in the model's time, as without run-ahead; the
-  // delay counts from SystemC's own time.
+  // delay counts from the kernel's own time.
   const Tsc at = std::max(next, now);
-  wake_.notify(cycles(at - sc_now_tsc()));
+  ctx_.kernel.notify(kproc_, at - ModelTime::kernel_now());
 }
 
 bool Pcpu::need_resched() const { return sched_.need_resched(id_); }
@@ -291,7 +295,7 @@ void Pcpu::step(Tsc now) {
 void Pcpu::dispatch() {
   in_dispatch_ = true;
   scheduled_ = kTscNever;
-  const bool running = ctx_.run_ahead.dispatch(*this);
+  const bool running = ctx_.run_ahead.dispatch(*this, ctx_.kernel);
   in_dispatch_ = false;
   reschedule();
   RunAhead::end_activation(running);

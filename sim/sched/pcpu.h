@@ -4,11 +4,12 @@
 // (host hrtimers, the tick), from IPIs sent by other pCPUs, from device
 // noise, and (while a vCPU is in non-root mode) the VMX preemption timer.
 //
-// Everything that happens on the pCPU is driven by one SC_METHOD and one
-// timed sc_event, re-armed for the earliest of: end of the current segment,
+// Everything that happens on the pCPU is driven by one process of the event
+// kernel (sim/core/event_kernel.h; an SC_METHOD on SystemC's) and its one
+// timed event, re-armed for the earliest of: end of the current segment,
 // clockevent expiry, next noise interrupt, IPI arrival, preemption-timer zero
 // (next_decision()). One activation runs the next decision points inline
-// while they come strictly before every other pending SystemC activity
+// while they come strictly before every other pending activity
 // (run-ahead, sim/core/run_ahead.h); now_tsc() is then the time this pCPU
 // reached.
 //
@@ -251,6 +252,7 @@ class Pcpu : public sc_core::sc_module {
   void tick_nohz_stop_sched_tick();
   void tick_nohz_restart_sched_tick(Tsc now);
   sc_core::sc_event wake_;
+  int kproc_ = -1;  // this pCPU's process in ctx_.kernel
   Tsc scheduled_ = kTscNever;
   bool in_dispatch_ = false;
 

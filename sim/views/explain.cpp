@@ -7,8 +7,6 @@
 
 #include <algorithm>
 
-#include <systemc>
-
 #include "sim/core/context.h"
 
 namespace kvmsim::views {
@@ -140,7 +138,7 @@ void ExplainObserver::on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t,
   std::stable_sort(capture_.items.begin(), capture_.items.end(),
                    [](const ExplainItem& a, const ExplainItem& b) { return a.t < b.t; });
   windows_ = {};
-  if (stop_) sc_core::sc_stop();
+  if (stop_) sim_stop();
 }
 
 void ExplainObserver::on_vcpu_block(int vcpu, int pcpu, Tsc t) {

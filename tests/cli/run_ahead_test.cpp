@@ -3,34 +3,13 @@
 // without it (--no-run-ahead) gives byte-identical summary.json (sim.wall_s
 // aside), histogram.txt and trace, on one busy pCPU (T1) and with cross-pCPU
 // traffic (IPIs between vCPUs, wake-ups and kicks on shared pCPUs).
-#include <catch2/catch.hpp>
-
-#include "tests/cli/cli_runner.h"
+#include "tests/cli/same_outputs.h"
 
 using namespace kvmsim::test;
 
 namespace {
-std::string without_wall(const std::filesystem::path& summary) {
-  auto j = nlohmann::ordered_json::parse(read_text(summary));
-  j["metrics"].erase("sim.wall_s");
-  return j.dump(1);
-}
-
 void check_same_with_and_without(const std::string& name, const std::string& args) {
-  const auto on = out_dir("ra-on-" + name), off = out_dir("ra-off-" + name);
-  // --allow-partial: some cases are cut by sim.max_simulated_s on purpose.
-  const auto r_on = run_cli("run " + args + " -q --allow-partial --out " + on.string() +
-                            " --trace " + (on / "t.txt").string());
-  const auto r_off = run_cli("run " + args + " -q --allow-partial --no-run-ahead --out " +
-                             off.string() + " --trace " + (off / "t.txt").string());
-  INFO(name << ": " << args << "\n" << r_on.output << r_off.output);
-  REQUIRE(r_on.exit_code == 0);
-  REQUIRE(r_off.exit_code == 0);
-  CHECK(without_wall(on / "summary.json") == without_wall(off / "summary.json"));
-  CHECK(read_text(on / "histogram.txt") == read_text(off / "histogram.txt"));
-  const std::string trace = read_text(on / "t.txt");
-  CHECK(!trace.empty());
-  CHECK(trace == read_text(off / "t.txt"));
+  check_same_outputs("ra-" + name, args, "", "--no-run-ahead");
 }
 }  // namespace
 

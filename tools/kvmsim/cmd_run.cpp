@@ -255,8 +255,11 @@ Command add_run_command(CLI::App& app) {
                     "(summary.json then has sim.partial = 1)");
   add_view_options(*run_cmd, a->view);
   run_cmd->add_flag("!--no-run-ahead", a->view.run_ahead,
-                    "One SystemC event per pCPU decision point (no inline run-ahead; same "
+                    "One event per pCPU decision point (no inline run-ahead; same "
                     "outputs, slower)");
+  run_cmd->add_flag("--systemc-kernel", a->view.systemc_kernel,
+                    "Run the pCPUs' events on SystemC's own kernel instead of the model's "
+                    "(same outputs, slower)");
   a->perfetto_opt = run_cmd->get_option("--perfetto");
   a->vcd_opt = run_cmd->get_option("--vcd");
   return {run_cmd, [a] { return run(*a); }};
