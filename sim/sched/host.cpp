@@ -77,7 +77,7 @@ Pcpu& Host::pcpu(int cpu) {
   return *slot;
 }
 
-HostThread* Host::thread_of(const SchedEntity& se) const {
+HostThread* Host::thread_of(const SchedEntity& se) {
   return static_cast<HostThread*>(se.owner);  // set by add_thread()
 }
 

@@ -48,7 +48,7 @@ class Host : public MetricSource {
     threads_[t->se().id] = t;
     t->se().owner = t;  // thread_of() without a lookup: it runs at every pick
   }
-  [[nodiscard]] HostThread* thread_of(const SchedEntity& se) const;
+  [[nodiscard]] static HostThread* thread_of(const SchedEntity& se);
   // Creates the pCPUs that some thread may run on and that do not exist yet.
   void finalize();
   // wake_up_new_task(): a new thread becomes runnable on the allowed pCPU

@@ -108,7 +108,7 @@ void Pcpu::sleep_current(Tsc now) {
 bool Pcpu::preempt_point(Tsc now) {
   if (!sched_.need_resched(id_)) return false;
   SchedEntity* se = sched_.pick_next(id_, now);
-  HostThread* next = se ? host_.thread_of(*se) : nullptr;
+  HostThread* next = se ? Host::thread_of(*se) : nullptr;
   if (next == curr_) return false;
   switch_to(next, now);
   return true;
@@ -116,7 +116,7 @@ bool Pcpu::preempt_point(Tsc now) {
 
 void Pcpu::schedule(Tsc now) {
   SchedEntity* se = sched_.pick_next(id_, now);
-  HostThread* next = se ? host_.thread_of(*se) : nullptr;
+  HostThread* next = se ? Host::thread_of(*se) : nullptr;
   if (next == curr_) {  // nothing else to run: the same thread (or idle) goes on
     if (curr_)
       curr_->run(*this, now);
