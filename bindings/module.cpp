@@ -228,11 +228,16 @@ struct PayloadColumns {
     row["wakeup_ns"] = e.ns;
     row["valid"] = e.valid;
   }
+  // A per-vCPU window that grew or shrank (halt polling, PLE).
+  void grow_shrink(unsigned vcpu, bool grow, std::int64_t new_value, std::int64_t old_value,
+                   const char* new_key, const char* old_key) const {
+    row["vcpu"] = vcpu;
+    row["grow"] = grow;
+    row[new_key] = new_value;
+    row[old_key] = old_value;
+  }
   void operator()(const trace::KvmHaltPollNs& e) const {
-    row["vcpu"] = e.vcpu;
-    row["grow"] = e.grow;
-    row["new_ns"] = e.new_ns;
-    row["old_ns"] = e.old_ns;
+    grow_shrink(e.vcpu, e.grow, e.new_ns, e.old_ns, "new_ns", "old_ns");
   }
   void operator()(const trace::KvmApicAcceptIrq& e) const {
     row["apicid"] = e.apicid;
@@ -266,6 +271,12 @@ struct PayloadColumns {
     row["a1"] = e.a1;
     row["a2"] = e.a2;
     row["a3"] = e.a3;
+  }
+  void operator()(const trace::KvmPleWindow& e) const {
+    grow_shrink(e.vcpu, e.grow, e.new_window, e.old_window, "new_window", "old_window");
+  }
+  void operator()(const trace::KvmPleWindowUpdate& e) const {
+    grow_shrink(e.vcpu, e.grew(), e.new_window, e.old_window, "new_window", "old_window");
   }
 };
 

@@ -62,6 +62,16 @@ void payload(std::string& s, const KvmHaltPollNs& e) {
                  e.grow ? "grow" : "shrink", e.old_ns);
 }
 
+void payload(std::string& s, const KvmPleWindow& e) {
+  fmt::format_to(Out(s), "vcpu {}: ple_window {} ({} {})", e.vcpu, e.new_window,
+                 e.grow ? "grow" : "shrink", e.old_window);
+}
+
+void payload(std::string& s, const KvmPleWindowUpdate& e) {
+  fmt::format_to(Out(s), "vcpu {} old {} new {} ({})", e.vcpu, e.old_window, e.new_window,
+                 e.grew() ? "growed" : "shrinked");
+}
+
 void payload(std::string& s, const KvmApicAcceptIrq& e) {
   fmt::format_to(Out(s), "apicid {:x} vec {} ({}|{}){}", e.apicid, e.vec, e.delivery_mode,
                  e.level ? "level" : "edge", e.coalesced ? " (coalesced)" : "");
@@ -134,6 +144,8 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmApicIpi>) return "kvm_apic_ipi";
         if constexpr (std::is_same_v<T, KvmPvTlbFlush>) return "kvm_pv_tlb_flush";
         if constexpr (std::is_same_v<T, KvmHypercall>) return "kvm_hypercall";
+        if constexpr (std::is_same_v<T, KvmPleWindow>) return "kvm_ple_window";
+        if constexpr (std::is_same_v<T, KvmPleWindowUpdate>) return "kvm_ple_window_update";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
         if constexpr (std::is_same_v<T, SchedWakeup>) return "sched_wakeup";
         return "";
@@ -228,6 +240,16 @@ void TraceWriter::kvm_vcpu_wakeup(std::int64_t ts_ns, const TraceTask& task, int
 void TraceWriter::kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                    const KvmHaltPollNs& e) {
   put(ts_ns, task, cpu, "kvm_halt_poll_ns", e);
+}
+
+void TraceWriter::kvm_ple_window(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                 const KvmPleWindow& e) {
+  put(ts_ns, task, cpu, "kvm_ple_window", e);
+}
+
+void TraceWriter::kvm_ple_window_update(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                                        const KvmPleWindowUpdate& e) {
+  put(ts_ns, task, cpu, "kvm_ple_window_update", e);
 }
 
 void TraceWriter::kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu,

@@ -20,6 +20,10 @@
 //                         shorthand dst/self/all/all-but-self; dst = dest_id)
 //   kvm_pv_tlb_flush      vcpu %u need_flush_tlb %s   (true/false)
 //   kvm_hypercall         nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx
+//   kvm_ple_window_update vcpu %u old %u new %u (%s)  (growed if old < new, else shrinked;
+//                         v5.4+, only when the window changes)
+//   kvm_ple_window        vcpu %u: ple_window %d (%s %d)  (new, grow/shrink, old: the
+//                         event up to v5.3, on every grow or shrink call)
 // sched_switch and sched_wakeup are printed as trace-cmd's sched plugin prints
 // them (not the raw kernel `prev_comm=...` form):
 //   sched_switch          %s:%d [%d] %s ==> %s:%d [%d]    (prev comm:pid [prio] state
@@ -116,6 +120,24 @@ struct KvmHaltPollNs {
   unsigned old_ns = 0;
 };
 
+// kvm_ple_window (up to v5.3): every grow_ple_window() / shrink_ple_window()
+// call, whether the window changed or not; the kernel's fields are ints.
+struct KvmPleWindow {
+  unsigned vcpu = 0;
+  bool grow = true;  // "grow" or "shrink"
+  std::int32_t new_window = 0;
+  std::int32_t old_window = 0;
+};
+
+// kvm_ple_window_update (v5.4+, "KVM: X86: Tune PLE Window tracepoint"):
+// only when grow_ple_window() / shrink_ple_window() changed the window.
+struct KvmPleWindowUpdate {
+  unsigned vcpu = 0;
+  std::uint32_t old_window = 0;
+  std::uint32_t new_window = 0;
+  [[nodiscard]] bool grew() const { return old_window < new_window; }  // "growed"
+};
+
 struct KvmApicAcceptIrq {
   unsigned apicid = 0;
   unsigned vec = 0;
@@ -163,7 +185,7 @@ struct SchedWakeup {
 using TraceEventData =
     std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
                  KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
-                 SchedWakeup, KvmApicIpi, KvmHypercall>;
+                 SchedWakeup, KvmApicIpi, KvmHypercall, KvmPleWindow, KvmPleWindowUpdate>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -203,6 +225,9 @@ class TraceWriter {
                              const KvmWaitLapicExpire& e);
   void kvm_vcpu_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmVcpuWakeup& e);
   void kvm_halt_poll_ns(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmHaltPollNs& e);
+  void kvm_ple_window(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPleWindow& e);
+  void kvm_ple_window_update(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                             const KvmPleWindowUpdate& e);
   void kvm_apic_accept_irq(std::int64_t ts_ns, const TraceTask& task, int cpu,
                            const KvmApicAcceptIrq& e);
   void kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApicIpi& e);
@@ -260,6 +285,14 @@ inline bool operator==(const KvmVcpuWakeup& a, const KvmVcpuWakeup& b) {
 inline bool operator==(const KvmHaltPollNs& a, const KvmHaltPollNs& b) {
   return std::tie(a.vcpu, a.new_ns, a.grow, a.old_ns) ==
          std::tie(b.vcpu, b.new_ns, b.grow, b.old_ns);
+}
+inline bool operator==(const KvmPleWindow& a, const KvmPleWindow& b) {
+  return std::tie(a.vcpu, a.grow, a.new_window, a.old_window) ==
+         std::tie(b.vcpu, b.grow, b.new_window, b.old_window);
+}
+inline bool operator==(const KvmPleWindowUpdate& a, const KvmPleWindowUpdate& b) {
+  return std::tie(a.vcpu, a.old_window, a.new_window) ==
+         std::tie(b.vcpu, b.old_window, b.new_window);
 }
 inline bool operator==(const KvmApicIpi& a, const KvmApicIpi& b) {
   return a.icr_low == b.icr_low && a.dest_id == b.dest_id;

@@ -42,6 +42,20 @@ void TraceObserver::connect(SignalRegistry& signals) {
   kvm.vcpu_block.connect<&TraceObserver::on_vcpu_block>(this);
   kvm.kvm_vcpu_wakeup.connect<&TraceObserver::on_vcpu_wakeup>(this);
   kvm.kvm_halt_poll_ns.connect<&TraceObserver::on_halt_poll_ns>(this);
+  kvm.kvm_ple_window.connect<&TraceObserver::on_ple_window>(this);
+  // trace_kvm_entry() moved from vcpu_enter_guest() into vmx_vcpu_run() in
+  // v5.11 ("kvm: tracing: Fix unmatched kvm_entry and kvm_exit events"):
+  // before, the v5.8 fastpath's re-entries (goto reenter_guest inside
+  // vmx_vcpu_run()) had a kvm_exit and no kvm_entry.
+  if (!has_tracepoint({5, 11}))
+    kvm.fastpath_reenter.connect<&TraceObserver::on_fastpath_reenter>(this);
+  // ec0671d5684a ("Delay trace_kvm_wait_lapic_expire tracepoint to after
+  // vmexit", v5.3) left only the delta in __kvm_wait_lapic_expire();
+  // vcpu_enter_guest() traced it once after the exit, before handle_exit(),
+  // until v5.19 ("KVM: LAPIC: Fix advance timer expiration delta trace")
+  // put the tracepoint back at the wait.
+  wait_after_exit_ = has_tracepoint({5, 3}) && !has_tracepoint({5, 19});
+  if (wait_after_exit_) kvm.before_handle_exit.connect<&TraceObserver::on_before_handle_exit>(this);
   auto& lapic = signals.get<LapicSignals>();
   // kvm_hv_timer_state came with the VMX preemption timer for the LAPIC timer (v4.8).
   if (has_tracepoint({4, 8}))
@@ -70,6 +84,9 @@ TraceObserver::TraceObserver(const std::string& path, TscClock clock, std::vecto
       pcpu_(tasks_.size(), 0),
       running_(static_cast<std::size_t>(cpus), TraceTask{"<idle>", 0}),
       last_rip_(tasks_.size(), 0),
+      skip_entry_(tasks_.size(), 0),
+      wait_delta_(tasks_.size(), 0),
+      wait_pending_(tasks_.size(), 0),
       path_(path),
       writer_(out_) {
   out_.rdbuf()->pubsetbuf(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
@@ -104,6 +121,10 @@ void TraceObserver::on_vmexit(int vcpu, int pcpu, ExitReason reason, Tsc t) {
 void TraceObserver::on_vmentry(int vcpu, int pcpu, Tsc t) {
   const auto v = static_cast<std::size_t>(vcpu);
   pcpu_[v] = pcpu;
+  if (skip_entry_[v]) {
+    skip_entry_[v] = 0;
+    return;
+  }
   KvmEntry e;
   e.vcpu = vcpu;
   e.rip = last_rip_[v] ? last_rip_[v] : rip_for(ExitReason::EXCEPTION_NMI);
@@ -126,10 +147,54 @@ void TraceObserver::on_hv_timer_state(int vcpu, bool hv_timer, Tsc t) {
 }
 
 void TraceObserver::on_wait_lapic_expire(int vcpu, std::int64_t delta, Tsc t) {
+  if (wait_after_exit_) {  // lapic_timer.advance_expire_delta, traced after the exit
+    const auto v = static_cast<std::size_t>(vcpu);
+    wait_delta_[v] = delta;
+    wait_pending_[v] = 1;
+    return;
+  }
   KvmWaitLapicExpire e;
   e.vcpu = static_cast<unsigned>(vcpu);
   e.delta = delta;
   writer_.kvm_wait_lapic_expire(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
+void TraceObserver::on_fastpath_reenter(int vcpu, Tsc /*t*/) {
+  skip_entry_[static_cast<std::size_t>(vcpu)] = 1;
+}
+
+// vcpu_enter_guest() v5.3-v5.18: advance_expire_delta != S64_MIN -> trace it, reset.
+void TraceObserver::on_before_handle_exit(int vcpu, Tsc t) {
+  const auto v = static_cast<std::size_t>(vcpu);
+  if (!wait_pending_[v]) return;
+  wait_pending_[v] = 0;
+  KvmWaitLapicExpire e;
+  e.vcpu = static_cast<unsigned>(vcpu);
+  e.delta = wait_delta_[v];
+  writer_.kvm_wait_lapic_expire(ns(t), tasks_[v], cpu_of(vcpu), e);
+}
+
+// grow_ple_window() / shrink_ple_window(): kvm_ple_window on every call up
+// to v5.3; kvm_ple_window_update, only when the window changed, from v5.4
+// ("KVM: X86: Tune PLE Window tracepoint").
+void TraceObserver::on_ple_window(int vcpu, bool grow, std::uint32_t new_window,
+                                  std::uint32_t old_window, Tsc t) {
+  const auto v = static_cast<std::size_t>(vcpu);
+  if (has_tracepoint({5, 4})) {
+    if (new_window == old_window) return;
+    KvmPleWindowUpdate e;
+    e.vcpu = static_cast<unsigned>(vcpu);
+    e.old_window = old_window;
+    e.new_window = new_window;
+    writer_.kvm_ple_window_update(ns(t), tasks_[v], cpu_of(vcpu), e);
+    return;
+  }
+  KvmPleWindow e;  // the kernel's fields are ints
+  e.vcpu = static_cast<unsigned>(vcpu);
+  e.grow = grow;
+  e.new_window = static_cast<std::int32_t>(new_window);
+  e.old_window = static_cast<std::int32_t>(old_window);
+  writer_.kvm_ple_window(ns(t), tasks_[v], cpu_of(vcpu), e);
 }
 
 void TraceObserver::on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t) {

@@ -7,7 +7,9 @@
 // What the simulated host prints, per vCPU thread ("CPU n/KVM", pid 1000+n):
 //   kvm_exit, kvm_entry, kvm_msr (TSC-deadline / EOI writes),
 //   kvm_hv_timer_state, kvm_wait_lapic_expire, kvm_apic_accept_irq (the
-//   LAPIC timer vector accepted into the IRR), kvm_vcpu_wakeup; and, for
+//   LAPIC timer vector accepted into the IRR), kvm_vcpu_wakeup,
+//   kvm_ple_window / kvm_ple_window_update, each where and as often as the
+//   host's kernel version fires it (docs/guide/traces.md); and, for
 //   every host thread (vCPU threads, host tasks, the idle task swapper/N),
 //   the scheduler's sched_switch, sched_wakeup (at try_to_wake_up(), from
 //   the waker's pCPU) and sched_migrate_task.
@@ -52,6 +54,10 @@ class TraceObserver : public Observer {
   void on_vcpu_block(int vcpu, int pcpu, Tsc t);
   void on_vcpu_wakeup(int vcpu, bool waited, std::int64_t ns, Tsc t);
   void on_halt_poll_ns(int vcpu, bool grow, std::uint32_t new_ns, std::uint32_t old_ns, Tsc t);
+  void on_ple_window(int vcpu, bool grow, std::uint32_t new_window, std::uint32_t old_window,
+                     Tsc t);
+  void on_fastpath_reenter(int vcpu, Tsc t);
+  void on_before_handle_exit(int vcpu, Tsc t);
   void on_sched_switch(int pcpu, const std::string& prev_comm, int prev_pid, int prev_prio,
                        bool prev_runnable, const std::string& next_comm, int next_pid,
                        int next_prio, Tsc t);
@@ -82,6 +88,14 @@ class TraceObserver : public Observer {
   std::vector<int> pcpu_;           // last pCPU seen per vCPU
   std::vector<TraceTask> running_;  // per pCPU: the task the line prefix names
   std::vector<std::uint64_t> last_rip_;
+  // v5.8-v5.10: a fastpath re-entry passes no trace_kvm_entry(), which is in
+  // vcpu_enter_guest() (per vCPU: the next entry is one).
+  std::vector<char> skip_entry_;
+  // v5.3-v5.18: kvm_wait_lapic_expire is traced by vcpu_enter_guest() after
+  // the exit, with the last wait's delta (per vCPU: the delta waiting for it).
+  bool wait_after_exit_ = false;
+  std::vector<std::int64_t> wait_delta_;
+  std::vector<char> wait_pending_;
   std::string path_;
   bool failed_ = false;
   TraceWriter writer_;

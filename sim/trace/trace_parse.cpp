@@ -204,6 +204,29 @@ bool parse_halt_poll_ns(string_view p, KvmHaltPollNs& e, std::string& err) {
   return true;
 }
 
+bool parse_ple_window(string_view p, KvmPleWindow& e, std::string& err) {
+  const auto t = split_ws(p);
+  int nw = 0;
+  int ow = 0;
+  if (t.size() < 6 || t[0] != "vcpu" || t[2] != "ple_window" ||
+      (t[4] != "(grow" && t[4] != "(shrink") || !to_uint(strip_suffix(t[1], ':'), 10, e.vcpu) ||
+      !to_int(t[3], nw) || !to_int(strip_suffix(t[5], ')'), ow))
+    return fail(err, "kvm_ple_window: expected 'vcpu N: ple_window N (grow|shrink N)'");
+  e.grow = t[4] == "(grow";
+  e.new_window = nw;
+  e.old_window = ow;
+  return true;
+}
+
+bool parse_ple_window_update(string_view p, KvmPleWindowUpdate& e, std::string& err) {
+  const auto t = split_ws(p);
+  if (t.size() < 7 || t[0] != "vcpu" || t[2] != "old" || t[4] != "new" ||
+      (t[6] != "(growed)" && t[6] != "(shrinked)") || !to_uint(t[1], 10, e.vcpu) ||
+      !to_uint(t[3], 10, e.old_window) || !to_uint(t[5], 10, e.new_window))
+    return fail(err, "kvm_ple_window_update: expected 'vcpu N old N new N (growed|shrinked)'");
+  return true;
+}
+
 bool parse_apic_accept_irq(string_view p, KvmApicAcceptIrq& e, std::string& err) {
   const auto t = split_ws(p);
   const char* const msg = "kvm_apic_accept_irq: expected 'apicid X vec N (mode|edge|level)'";
@@ -392,12 +415,12 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 13> kKnown = {
+constexpr std::array<string_view, 15> kKnown = {
     "kvm_apic_ipi",     "kvm_exit",           "kvm_entry",
     "kvm_msr",          "kvm_hv_timer_state", "kvm_wait_lapic_expire",
     "kvm_vcpu_wakeup",  "kvm_halt_poll_ns",   "kvm_apic_accept_irq",
     "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup",
-    "kvm_hypercall"};
+    "kvm_hypercall",    "kvm_ple_window",     "kvm_ple_window_update"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -566,6 +589,9 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
     return parse_as<KvmApicAcceptIrq>(p, err, parse_apic_accept_irq);
   if (event == "kvm_apic_ipi") return parse_as<KvmApicIpi>(p, err, parse_apic_ipi);
   if (event == "kvm_hypercall") return parse_as<KvmHypercall>(p, err, parse_hypercall);
+  if (event == "kvm_ple_window") return parse_as<KvmPleWindow>(p, err, parse_ple_window);
+  if (event == "kvm_ple_window_update")
+    return parse_as<KvmPleWindowUpdate>(p, err, parse_ple_window_update);
   if (event == "kvm_pv_tlb_flush") return parse_as<KvmPvTlbFlush>(p, err, parse_pv_tlb_flush);
   if (event == "sched_switch") return parse_as<SchedSwitch>(p, err, parse_sched_switch);
   if (event == "sched_wakeup") return parse_as<SchedWakeup>(p, err, parse_sched_wakeup);

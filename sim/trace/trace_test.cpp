@@ -500,6 +500,10 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(20000, {"CPU 0/KVM", 1000}, 2, KvmApicIpi{0x4020, 1});
   add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});    // logical, level, all-but-self
   add(22000, {"CPU 2/KVM", 1002}, 4, KvmHypercall{5, 0, 3, 0, 0});  // KVM_HC_KICK_CPU
+  add(23000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, true, 8192, 4096});
+  add(24000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, false, 4096, 4096});
+  add(25000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4096, 8192});
+  add(26000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4294967295U, 4096});
   add(123456789012345678LL, {"a-b c", 99999}, 127, KvmPvTlbFlush{0, false});
   std::ostringstream out;
   TraceWriter w(out);
@@ -550,6 +554,10 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
           if constexpr (std::is_same_v<T, KvmApicIpi>) w2.kvm_apic_ipi(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmHypercall>)
             w2.kvm_hypercall(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmPleWindow>)
+            w2.kvm_ple_window(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmPleWindowUpdate>)
+            w2.kvm_ple_window_update(c.ts_ns, c.task, c.cpu, e);
         },
         c.data);
   }
@@ -564,6 +572,14 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   CHECK(format_payload(KvmApicIpi{0x4500, 3}) == "dst 3 vec 0 (INIT|physical|assert|edge|dst)");
   // arch/x86/kvm/trace.h kvm_hypercall: "nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx".
   CHECK(format_payload(KvmHypercall{5, 0, 0x1a, 0, 0}) == "nr 0x5 a0 0x0 a1 0x1a a2 0x0 a3 0x0");
+  // kvm_ple_window (v4.16 trace.h): "vcpu %u: ple_window %d (%s %d)", new then old, on
+  // every call: with ple_window_shrink 0 each sched-in prints a shrink to the same 4096.
+  CHECK(format_payload(KvmPleWindow{0, false, 4096, 4096}) ==
+        "vcpu 0: ple_window 4096 (shrink 4096)");
+  CHECK(format_payload(KvmPleWindow{4, true, 8192, 4096}) == "vcpu 4: ple_window 8192 (grow 4096)");
+  // kvm_ple_window_update (v5.4+): "vcpu %u old %u new %u (%s)", old then new.
+  CHECK(format_payload(KvmPleWindowUpdate{4, 4096, 8192}) == "vcpu 4 old 4096 new 8192 (growed)");
+  CHECK(format_payload(KvmPleWindowUpdate{4, 8192, 4096}) == "vcpu 4 old 8192 new 4096 (shrinked)");
   CHECK(format_payload(KvmWaitLapicExpire{0, -312}) == "vcpu 0: delta -312 (early)");
   CHECK(format_payload(KvmWaitLapicExpire{2, 40}) == "vcpu 2: delta 40 (late)");
   CHECK(format_payload(KvmHvTimerState{26, 1}) == "vcpu_id 1a hv_timer 1");  // hex

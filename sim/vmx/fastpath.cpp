@@ -66,6 +66,7 @@ void VcpuRunLoop::after_fastpath(Tsc now) {
     return;
   }
   if (fastpath_ == ExitFastpath::ReenterGuest) {
+    vcpu().kvm_signals().fastpath_reenter(vcpu_id_, now);
     // The REENTER_GUEST loop's sync_pir_to_irr() (the timer the fastpath
     // just injected is in the PIR).
     if (vcpu().lapic_.config().apicv) vcpu().lapic_.sync_pir_to_irr(false);

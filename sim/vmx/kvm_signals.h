@@ -24,8 +24,17 @@ struct KvmSignals {
   // kvm_vcpu_wakeup: the thread returns from kvm_vcpu_block() after `ns`
   // (waited = it slept, not polled): (vcpu, waited, ns, t).
   Signal<int, bool, std::int64_t, Tsc> kvm_vcpu_wakeup;
+  // EXIT_FASTPATH_REENTER_GUEST: the fastpath handled the exit and the vCPU
+  // enters again within the same vcpu_enter_guest() call: (vcpu, t).
+  Signal<int, Tsc> fastpath_reenter;
+  // vcpu_enter_guest() after the world switch (and any fastpath re-entries),
+  // interrupts on again, right before kvm_x86_ops->handle_exit(): (vcpu, t).
+  Signal<int, Tsc> before_handle_exit;
   // kvm_halt_poll_ns: the poll window grew or shrank: (vcpu, grow, new_ns, old_ns, t).
   Signal<int, bool, std::uint32_t, std::uint32_t, Tsc> kvm_halt_poll_ns;
+  // grow_ple_window() (handle_pause) or shrink_ple_window() (vmx_sched_in),
+  // every call, changed or not: (vcpu, grow, new, old, t).
+  Signal<int, bool, std::uint32_t, std::uint32_t, Tsc> kvm_ple_window;
   // kvm_hypercall: kvm_emulate_hypercall(): (vcpu, nr, a0, a1, t).
   Signal<int, std::uint64_t, std::uint64_t, std::uint64_t, Tsc> kvm_hypercall;
   // kvm_msr, a write: (vcpu, msr, value, t).

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "sim/core/counters.h"
 #include "sim/core/time.h"
@@ -99,12 +100,19 @@ class PleWindow {
     armed_ = false;
     pause_loop_since_ = kTscNever;
   }
+  // The window before and after one grow_ple_window() / shrink_ple_window()
+  // call (what the kvm_ple_window tracepoint prints).
+  struct Update {
+    std::uint32_t old_window;
+    std::uint32_t new_window;
+  };
   // handle_pause() (v4.16): grow_ple_window(); the caller then runs
   // kvm_vcpu_on_spin(vcpu, true), and the guest's PAUSE loop resumes after.
-  void grow_ple_window();
-  // vmx_sched_in() -> shrink_ple_window(): ple_window_shrink 0 (v4.16's
-  // default) resets the window to ple_window.
-  void shrink_ple_window();
+  Update grow_ple_window();
+  // vmx_sched_in() -> shrink_ple_window(), called only with PLE on (nullopt
+  // otherwise): ple_window_shrink 0 (v4.16's default) resets the window to
+  // ple_window.
+  std::optional<Update> shrink_ple_window();
 
   [[nodiscard]] const PleStats& stats() const { return stats_; }
 

@@ -57,11 +57,12 @@ void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
 // kvm_sched_in() -> kvm_arch_vcpu_load(): on another pCPU the LAPIC hrtimer
 // follows (__kvm_migrate_apic_timer); the steal time is updated before the
 // next entry (KVM_REQ_STEAL_UPDATE).
-void Vcpu::sched_in(Pcpu& cpu, Tsc /*now*/) {
+void Vcpu::sched_in(Pcpu& cpu, Tsc now) {
   preempted_ = false;
   ready_ = false;
   dy_.sched_in();
-  ple_.shrink_ple_window();  // vmx_sched_in()
+  if (const auto u = ple_.shrink_ple_window())  // vmx_sched_in()
+    kvm_signals().kvm_ple_window(id(), false, u->new_window, u->old_window, now);
   if (&cpu != pcpu_) {
     pcpu_ = &cpu;
     lapic_.migrate_timer(cpu);

@@ -305,6 +305,7 @@ void VcpuRunLoop::handle_exit(Tsc now) {
 // vmx_handle_exit() -> kvm_vmx_exit_handlers[reason] (exit_handlers.h);
 // effects apply now, the returned cost is the length of the handle_exit stage.
 Tsc VcpuRunLoop::run_exit_handler(Tsc now) {
+  vcpu().kvm_signals().before_handle_exit(vcpu_id_, now);
   // vmx_handle_exit() returns at once for an exit the fastpath handled.
   if (fastpath_ == ExitFastpath::ExitHandled) return 0;
   Tsc cost = costs_.handle_exit(rng());

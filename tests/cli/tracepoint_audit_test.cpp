@@ -177,6 +177,44 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "tracepoint kvm_entry: none for a fastpath re-entry before v5.11 (trace_kvm_entry in "
+    "vcpu_enter_guest, the v5.8 loop inside vmx_vcpu_run), one per pass from v5.11",
+    "[cli][trace][tracepoint]") {
+  const std::string fast = kCyclictest + " --set kvm.exit_fastpath=true";
+  // Two kvm_exit lines of one thread with no kvm_entry between them.
+  auto back_to_back = [](const Run& run) {
+    std::map<int, bool> exited;
+    std::size_t n = 0;
+    for (const Ev& e : run.events) {
+      if (e.event == "kvm_exit") {
+        n += exited[e.pid];
+        exited[e.pid] = true;
+      } else if (e.event == "kvm_entry") {
+        exited[e.pid] = false;
+      }
+    }
+    return n;
+  };
+  SECTION("v5.8 (the scenario's host)") {
+    const Run run = traced_run("entry-fast58", fast);
+    const double reenter = run.metric("vmx.fastpath.reenter_guest");
+    REQUIRE(reenter > 0);
+    // The run may end inside a re-entered pass (one vCPU here).
+    CHECK(static_cast<double>(back_to_back(run)) <= reenter);
+    CHECK(static_cast<double>(back_to_back(run)) >= reenter - 1);
+    const auto entries = static_cast<double>(run.count("kvm_entry"));
+    const auto exits = static_cast<double>(run.count("kvm_exit"));
+    CHECK(entries >= exits - reenter);
+    CHECK(entries <= exits - reenter + 1);
+  }
+  SECTION("v5.11") {
+    const Run run = traced_run("entry-fast511", fast + " --set host.kernel=5.11");
+    REQUIRE(run.metric("vmx.fastpath.reenter_guest") > 0);
+    CHECK(back_to_back(run) == 0);
+  }
+}
+
+TEST_CASE(
     "tracepoint kvm_msr: one msr_write per WRMSR exit, between the exit and the next "
     "entry (kvm_emulate_wrmsr and handle_fastpath_set_msr_irqoff v5.8)",
     "[cli][trace][tracepoint]") {
@@ -250,7 +288,7 @@ TEST_CASE(
     "tracepoint kvm_wait_lapic_expire: once per early-injected timer interrupt with an "
     "advance, next to the entry (vmx_vcpu_run v5.3+, vcpu_enter_guest before)",
     "[cli][trace][tracepoint]") {
-  for (const std::string& args : {kTscdeadline, kCyclictest}) {
+  for (const std::string& args : {kTscdeadline, kCyclictest + " --set host.kernel=5.19"}) {
     INFO(args);
     const Run run = traced_run("wait", args);
     const std::size_t waits = run.count("kvm_wait_lapic_expire");
@@ -275,6 +313,36 @@ TEST_CASE(
     }
     CHECK(apart == 0);
     CHECK(waits > 0);
+  }
+  SECTION("v5.3-v5.18: once per vcpu_enter_guest after the exit, the last wait's delta") {
+    // The 5.8 host of the scenario: vcpu_enter_guest() traces
+    // advance_expire_delta after the world switch, before handle_exit().
+    for (const std::string& args : {kCyclictest, kCyclictest + " --set kvm.exit_fastpath=true"}) {
+      INFO(args);
+      const Run run = traced_run("wait58", args);
+      const std::size_t waits = run.count("kvm_wait_lapic_expire");
+      const double calls = run.metric("lapic.wait_lapic_expire.calls");
+      const double reenter = run.metric("vmx.fastpath.reenter_guest");
+      REQUIRE(waits > 0);
+      // Without re-entries one wait per call; a re-entry's wait is folded
+      // into its call's one line.
+      CHECK(static_cast<double>(waits) <= calls);
+      CHECK(static_cast<double>(waits) >= calls - reenter);
+      if (reenter == 0) CHECK(static_cast<double>(waits) == calls);
+      // Each inside an exit span (after the thread's kvm_exit, before its
+      // next kvm_entry), at most one per span.
+      std::size_t outside = 0;
+      std::size_t twice = 0;
+      for (const ExitSpan& s : exit_spans(run)) twice += count_in(s, "kvm_wait_lapic_expire") > 1;
+      std::map<int, bool> in_exit;
+      for (const Ev& e : run.events) {
+        if (e.event == "kvm_exit") in_exit[e.pid] = true;
+        if (e.event == "kvm_entry") in_exit[e.pid] = false;
+        if (e.event == "kvm_wait_lapic_expire") outside += !in_exit[e.pid];
+      }
+      CHECK(outside == 0);
+      CHECK(twice == 0);
+    }
   }
   SECTION("no advance, no busy-wait and no event") {
     const Run run = traced_run("wait0", kTscdeadline + " --set kvm.lapic_timer_advance_ns=0");
@@ -455,6 +523,47 @@ TEST_CASE(
   SECTION("without guest.pv_tlb_flush no event") {
     const Run off = traced_run("pvtlb-off", kEbizzy);
     CHECK(off.count("kvm_pv_tlb_flush") == 0);
+  }
+}
+
+TEST_CASE(
+    "tracepoint kvm_ple_window: every grow_ple_window and shrink_ple_window call up to "
+    "v5.3, kvm_ple_window_update only when the window changes from v5.4",
+    "[cli][trace][tracepoint]") {
+  SECTION("v4.16 (the scenario's host): kvm_ple_window on every call") {
+    const Run run = traced_run("ple416", kEbizzy);
+    const auto grows =
+        run.count_if<tr::KvmPleWindow>([](const tr::KvmPleWindow& w) { return w.grow; });
+    const auto shrinks =
+        run.count_if<tr::KvmPleWindow>([](const tr::KvmPleWindow& w) { return !w.grow; });
+    REQUIRE(run.metric("vcpu.pause_exits") > 0);
+    // handle_pause() -> grow_ple_window() on every PAUSE exit, changed or not.
+    CHECK(static_cast<double>(grows) == run.metric("vcpu.pause_exits"));
+    CHECK(static_cast<double>(run.count_if<tr::KvmPleWindow>([](const tr::KvmPleWindow& w) {
+            return w.grow && w.new_window > w.old_window;
+          })) == run.metric("vcpu.ple_window_grows"));
+    // vmx_sched_in() -> shrink_ple_window() at every sched-in of a vCPU
+    // thread: each one follows a sched_switch to that thread, on its pCPU.
+    std::size_t switches_in = 0;
+    for (const Ev& e : run.events)
+      if (const auto* s = std::get_if<tr::SchedSwitch>(&e.data))
+        switches_in += s->next_comm.find("/KVM") != std::string::npos;
+    CHECK(shrinks > 0);
+    CHECK(shrinks == switches_in);
+    // ple_window_shrink 0: every shrink resets to ple_window (4096).
+    CHECK(run.count_if<tr::KvmPleWindow>(
+              [](const tr::KvmPleWindow& w) { return !w.grow && w.new_window != 4096; }) == 0);
+    CHECK(run.count("kvm_ple_window_update") == 0);
+  }
+  SECTION("v5.4: kvm_ple_window_update, only the changes") {
+    const Run run = traced_run("ple54", kEbizzy + " --set host.kernel=5.4");
+    REQUIRE(run.metric("vcpu.pause_exits") > 0);
+    CHECK(run.count("kvm_ple_window") == 0);
+    CHECK(run.count_if<tr::KvmPleWindowUpdate>(
+              [](const tr::KvmPleWindowUpdate& w) { return w.old_window == w.new_window; }) == 0);
+    CHECK(static_cast<double>(run.count_if<tr::KvmPleWindowUpdate>(
+              [](const tr::KvmPleWindowUpdate& w) { return w.grew(); })) ==
+          run.metric("vcpu.ple_window_grows"));
   }
 }
 
