@@ -123,6 +123,20 @@ TEST_CASE("validate --experiment: only the named experiments run, an unknown id 
         std::string::npos);
 }
 
+TEST_CASE("validate --seeds: every run once per seed, the spread column, a bad list refused",
+          "[validate]") {
+  const auto r = run_cli("validate --quick --experiment T3 --seeds 1,2");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("seeds 1,2 (each row judged on the median over the seeds)") !=
+        std::string::npos);
+  CHECK(r.output.find("(4 runs,") != std::string::npos);  // T3: 2 runs x 2 seeds
+  CHECK(r.output.find("seeds: min..max, within") != std::string::npos);
+  CHECK(r.output.find("2/2 in") != std::string::npos);
+  const auto bad = run_cli("validate --quick --experiment T3 --seeds 1,x");
+  CHECK(bad.exit_code != 0);
+}
+
 // PVQ (the 2019 PV qspinlock figures on the 80-thread Skylake host) is
 // reported and not gated: the exit status stays 0 whatever its rows say.
 TEST_CASE("validate --experiment PVQ: fifteen rows, reported, not gated", "[validate]") {
@@ -215,19 +229,29 @@ TEST_CASE("validate: number formatting", "[validate-unit]") {
   CHECK(format_signed(-1, 0) == "-1");
 }
 
-TEST_CASE("validate: an experiment's checks on its runs, with quick tolerances",
-          "[validate-unit]") {
+namespace {
+// Experiment TX, the switch kvm.switch over `settings`, and a check of the
+// metric m of its first run: published 100, within 10%.
+Experiment tx_experiment(std::vector<std::string> settings, Check* m_check) {
   Experiment e;
   e.id = "TX";
   e.scenario = "x.yaml";
-  e.runs = switch_runs("kvm.switch", {"false", "true"});
-  Check a;
+  e.runs = switch_runs("kvm.switch", std::move(settings));
+  Check& a = *m_check;
   a.metric = "m";
   a.decimals = 0;
   a.runs = {0};
   a.published = 100;
   a.tolerance = Tolerance::relative(0.10);
   a.simulate = [](const RunRefs& r) { return r[0]->metric("m"); };
+  return e;
+}
+}  // namespace
+
+TEST_CASE("validate: an experiment's checks on its runs, with quick tolerances",
+          "[validate-unit]") {
+  Check a;
+  Experiment e = tx_experiment({"false", "true"}, &a);
   Check b = a;
   b.runs = {1};
   b.published = 50;
@@ -283,6 +307,43 @@ TEST_CASE("validate: an experiment's checks on its runs, with quick tolerances",
   CHECK(md.find("| TX | kvm.switch=false → true | reduction (%) |") != std::string::npos);
   const std::string text = format_table(rows, false);
   CHECK(text.rfind("experiment  switch/setting", 0) == 0);
+}
+
+TEST_CASE("validate --seeds: each row judged on the median over the seeds, with its spread",
+          "[validate-unit]") {
+  Check a;
+  Experiment e = tx_experiment({"false"}, &a);
+  e.checks = {a};
+  auto seed_run = [](double m) {
+    std::vector<RunOutput> out(1);
+    out[0].ok = true;
+    out[0].metrics["m"] = m;
+    return out;
+  };
+  // Seeds 95, 130, 104, 80: the default seed's run alone (95) passes; the
+  // median of the four (99.5) passes; two of the four are within 10%.
+  const std::vector<std::vector<RunOutput>> seeds = {seed_run(95), seed_run(130), seed_run(104),
+                                                     seed_run(80)};
+  auto rows = evaluate_experiment(e, seeds[0], false, seeds);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].simulated == "100");  // 99.5, 0 decimals
+  CHECK(rows[0].pass);
+  CHECK(rows[0].seed_spread == "80..130, 2/4 in");
+  // The median decides, not the first seed: 95, 130, 125 -> 125, out.
+  rows = evaluate_experiment(e, seeds[0], false, {seed_run(95), seed_run(130), seed_run(125)});
+  CHECK(rows[0].simulated == "125");
+  CHECK_FALSE(rows[0].pass);
+  CHECK(rows[0].seed_spread == "95..130, 1/3 in");
+  // A failed seed's run: no number, counted as out, left out of the median.
+  std::vector<RunOutput> failed(1);
+  failed[0].error = "exit code 2";
+  rows = evaluate_experiment(e, seeds[0], false, {seed_run(95), failed, seed_run(104)});
+  CHECK(rows[0].simulated == "100");  // 99.5
+  CHECK(rows[0].seed_spread == "95..104, 2/3 in");
+  // The table gets the spread column only with seeds.
+  CHECK(format_table(rows, false).find("seeds: min..max, within") != std::string::npos);
+  CHECK(format_table(evaluate_experiment(e, seeds[0], false), false).find("seeds:") ==
+        std::string::npos);
 }
 
 TEST_CASE("validate: transition labels", "[validate-unit]") {

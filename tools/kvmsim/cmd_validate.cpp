@@ -15,11 +15,13 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -80,6 +82,9 @@ struct ValidateOptions {
   double step = 0.10;
   std::string targets;  // a targets file instead of the built-in one
   bool list = false;
+  // --seeds: every run once per seed; rows judged on the median, with the
+  // spread (empty: the scenarios' default seeds, once).
+  std::vector<std::uint64_t> seeds;
 };
 
 // The experiments with the published figures of --targets, or of the
@@ -99,6 +104,7 @@ const std::vector<Experiment>* load_experiments(const ValidateOptions& o) {
 struct Job {
   std::size_t experiment = 0;  // index into the experiments that run
   std::size_t run = 0;         // index into Experiment::runs
+  std::size_t pass = 0;        // index into --seeds
   std::vector<std::string> args;
   fs::path dir;
   int status = 0;       // waitpid status
@@ -309,45 +315,66 @@ int run_validate(const ValidateOptions& o) {
   fs::remove_all(tmp.path);
   fs::create_directories(tmp.path);
 
+  // One pass per seed of --seeds (one pass with the default seeds without it).
+  const std::size_t passes = o.seeds.empty() ? 1 : o.seeds.size();
   std::vector<Job> jobs;
-  for (std::size_t i = 0; i < experiments.size(); ++i) {
-    const Experiment& e = *experiments[i];
-    const auto& common = o.quick ? e.quick_sets : e.full_sets;
-    for (std::size_t k = 0; k < e.runs.size(); ++k) {
-      Job j;
-      j.experiment = i;
-      j.run = k;
-      j.dir = tmp.path / (e.id + "-" + std::to_string(k));
-      fs::create_directories(j.dir);
-      j.args = {"kvmsim", "run", (dir / e.scenario).string(), "-q", "--out", j.dir.string()};
-      for (const auto& s : common) j.args.insert(j.args.end(), {"--set", s});
-      for (const auto& s : e.runs[k].sets) j.args.insert(j.args.end(), {"--set", s});
-      jobs.push_back(std::move(j));
+  for (std::size_t p = 0; p < passes; ++p) {
+    for (std::size_t i = 0; i < experiments.size(); ++i) {
+      const Experiment& e = *experiments[i];
+      const auto& common = o.quick ? e.quick_sets : e.full_sets;
+      for (std::size_t k = 0; k < e.runs.size(); ++k) {
+        Job j;
+        j.experiment = i;
+        j.run = k;
+        j.pass = p;
+        j.dir = tmp.path / (e.id + "-" + std::to_string(k) + "-" + std::to_string(p));
+        fs::create_directories(j.dir);
+        j.args = {"kvmsim", "run", (dir / e.scenario).string(), "-q", "--out", j.dir.string()};
+        if (!o.seeds.empty()) j.args.insert(j.args.end(), {"--seed", std::to_string(o.seeds[p])});
+        for (const auto& s : common) j.args.insert(j.args.end(), {"--set", s});
+        for (const auto& s : e.runs[k].sets) j.args.insert(j.args.end(), {"--set", s});
+        jobs.push_back(std::move(j));
+      }
     }
   }
   std::cout << std::flush;
   run_jobs(jobs, o.jobs);
 
-  std::vector<std::vector<RunOutput>> outputs(experiments.size());
-  for (std::size_t i = 0; i < experiments.size(); ++i)
-    outputs[i].resize(experiments[i]->runs.size());
+  // outputs[pass][experiment][run]
+  std::vector<std::vector<std::vector<RunOutput>>> outputs(passes);
+  for (auto& per_pass : outputs) {
+    per_pass.resize(experiments.size());
+    for (std::size_t i = 0; i < experiments.size(); ++i)
+      per_pass[i].resize(experiments[i]->runs.size());
+  }
   std::vector<std::string> failures;
   for (const Job& j : jobs) {
     RunOutput r = read_run(j);
     if (!r.ok)
-      failures.push_back(experiments[j.experiment]->id + " " +
-                         experiments[j.experiment]->runs[j.run].label + ": " + r.error);
-    outputs[j.experiment][j.run] = std::move(r);
+      failures.push_back(
+          experiments[j.experiment]->id + " " + experiments[j.experiment]->runs[j.run].label +
+          (o.seeds.empty() ? "" : " seed " + std::to_string(o.seeds[j.pass])) + ": " + r.error);
+    outputs[j.pass][j.experiment][j.run] = std::move(r);
   }
   std::vector<validate::Row> rows;
   for (std::size_t i = 0; i < experiments.size(); ++i) {
-    auto r = validate::evaluate_experiment(*experiments[i], outputs[i], o.quick);
+    std::vector<std::vector<RunOutput>> per_seed;
+    if (!o.seeds.empty())
+      for (const auto& per_pass : outputs) per_seed.push_back(per_pass[i]);
+    auto r = validate::evaluate_experiment(*experiments[i], outputs[0][i], o.quick, per_seed);
     rows.insert(rows.end(), r.begin(), r.end());
   }
 
   std::string text = "kvmsim validate: ";
   text += o.quick ? "quick (shortened) runs" : "full runs (the scenarios as published)";
-  text += ", default seeds";
+  if (o.seeds.empty()) {
+    text += ", default seeds";
+  } else {
+    text += ", seeds";
+    for (std::size_t p = 0; p < o.seeds.size(); ++p)
+      text += (p ? "," : " ") + std::to_string(o.seeds[p]);
+    text += " (each row judged on the median over the seeds)";
+  }
   if (!o.only.empty()) {
     text += "; only";
     for (const Experiment* e : experiments) text += " " + e->id;
@@ -611,6 +638,13 @@ Command add_validate_command(CLI::App& app) {
                   "The published figures from FILE (a copy of validation/targets.yaml) instead "
                   "of the built-in ones")
       ->type_name("FILE");
+  sub->add_option("--seeds", opts->seeds,
+                  "Run every experiment once per seed (e.g. --seeds 1,2,3,4): each row is judged "
+                  "on the median over the seeds and shows their min..max and how many were within "
+                  "tolerance")
+      ->type_name("N,...")
+      ->delimiter(',')
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{9000000000000000}));
   sub->add_flag("--list", opts->list,
                 "Print each target's source and published figures (value, tolerance) and exit; "
                 "checks the targets file without running");

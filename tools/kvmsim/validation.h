@@ -249,6 +249,9 @@ struct Row {
   bool gated = true;
   bool change = false;      // a relative change in % (its error is in pp)
   double abs_error = kNaN;  // |simulated - published|: in pp for a change, else relative (%)
+  // With several seeds (validate --seeds): "min..max, k/n in" over the seeds;
+  // simulated is then their median.
+  std::string seed_spread;
 };
 
 // The mean absolute errors of one group of rows: values (relative, %) and
@@ -292,11 +295,11 @@ inline std::string format_summary(const GroupSummary& g) {
   return s;
 }
 
-// Evaluates every check of `e` on its runs' outputs (outputs[i] is the run of
-// e.runs[i]).
-inline std::vector<Row> evaluate_experiment(const Experiment& e,
-                                            const std::vector<RunOutput>& outputs, bool quick) {
-  std::vector<Row> rows;
+// The simulated figure of each check of `e` (NaN where a run is missing or
+// has no value), from its runs' outputs (outputs[i] is the run of e.runs[i]).
+inline std::vector<double> simulate_checks(const Experiment& e,
+                                           const std::vector<RunOutput>& outputs) {
+  std::vector<double> values;
   for (const Check& c : e.checks) {
     RunRefs refs;
     bool have_all = true;
@@ -306,9 +309,52 @@ inline std::vector<Row> evaluate_experiment(const Experiment& e,
       else
         have_all = false;
     }
-    double sim = kNaN;
-    if (have_all && c.simulate) sim = c.simulate(refs);
+    values.push_back(have_all && c.simulate ? c.simulate(refs) : kNaN);
+  }
+  return values;
+}
+
+// The median of the numbers among `v` (NaN if none).
+inline double median_of(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Evaluates every check of `e` on its runs' outputs (outputs[i] is the run of
+// e.runs[i]); with per_seed (one outputs vector per seed, validate --seeds),
+// each row is judged on the median over the seeds and shows their spread.
+inline std::vector<Row> evaluate_experiment(
+    const Experiment& e, const std::vector<RunOutput>& outputs, bool quick,
+    const std::vector<std::vector<RunOutput>>& per_seed = {}) {
+  std::vector<Row> rows;
+  const std::vector<double> values = simulate_checks(e, outputs);
+  std::vector<std::vector<double>> seed_values;
+  for (const auto& o : per_seed) seed_values.push_back(simulate_checks(e, o));
+  for (std::size_t k = 0; k < e.checks.size(); ++k) {
+    const Check& c = e.checks[k];
+    double sim = values[k];
     const Tolerance& tol = quick && c.quick_tolerance ? *c.quick_tolerance : c.tolerance;
+    std::string spread;
+    if (!seed_values.empty()) {
+      std::vector<double> v;
+      std::size_t in = 0;
+      for (const auto& s : seed_values) {
+        v.push_back(s[k]);
+        in += evaluate(tol, c.published, s[k], c.unit, c.decimals).pass ? 1 : 0;
+      }
+      sim = median_of(v);
+      const double lo = *std::min_element(v.begin(), v.end(), [](double a, double b) {
+        return std::isnan(b) || (!std::isnan(a) && a < b);
+      });
+      const double hi = *std::max_element(v.begin(), v.end(), [](double a, double b) {
+        return std::isnan(a) || (!std::isnan(b) && a < b);
+      });
+      spread = format_number(lo, c.decimals) + ".." + format_number(hi, c.decimals) + ", " +
+               std::to_string(in) + "/" + std::to_string(v.size()) + " in";
+    }
     const Verdict v = evaluate(tol, c.published, sim, c.unit, c.decimals);
     Row r;
     r.experiment = e.id;
@@ -322,6 +368,7 @@ inline std::vector<Row> evaluate_experiment(const Experiment& e,
     r.calibration = c.calibration;
     r.gated = c.gated;
     r.change = c.unit == "%";
+    r.seed_spread = spread;
     if (!std::isnan(sim) && !std::isnan(c.published) && c.published != 0)
       r.abs_error = r.change ? std::fabs(sim - c.published)
                              : 100.0 * std::fabs(sim - c.published) / std::fabs(c.published);
@@ -370,24 +417,6 @@ inline std::string scale_durations(const std::string& text, double factor) {
     else
       out += num + unit;
     i = k;
-  }
-  return out;
-}
-
-// Simulated value of each check of `e` (NaN where a run is missing or failed).
-inline std::vector<double> simulate_checks(const Experiment& e,
-                                           const std::vector<RunOutput>& outputs) {
-  std::vector<double> out;
-  for (const Check& c : e.checks) {
-    RunRefs refs;
-    bool have_all = true;
-    for (std::size_t i : c.runs) {
-      if (i < outputs.size())
-        refs.push_back(&outputs[i]);
-      else
-        have_all = false;
-    }
-    out.push_back(have_all && c.simulate ? c.simulate(refs) : kNaN);
   }
   return out;
 }
@@ -470,15 +499,28 @@ inline std::string render_cells(const std::vector<std::vector<std::string>>& cel
 // "| experiment | switch/setting | metric | published | simulated | error | tolerance |
 // within tolerance |".
 inline std::string format_table(const std::vector<Row>& rows, bool markdown) {
-  const std::vector<std::string> header = {"experiment", "switch/setting",  "metric",
-                                           "published",  "simulated",       "error",
-                                           "tolerance",  "within tolerance"};
+  const bool seeds =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.seed_spread.empty(); });
+  std::vector<std::string> header = {"experiment",
+                                     "switch/setting",
+                                     "metric",
+                                     "published",
+                                     seeds ? "simulated (median)" : "simulated",
+                                     "error",
+                                     "tolerance",
+                                     "within tolerance"};
+  // Numbers right-aligned in the text form.
+  std::vector<bool> right = {false, false, false, true, true, true, false, false};
+  if (seeds) {
+    header.emplace_back("seeds: min..max, within");
+    right.push_back(false);
+  }
   std::vector<std::vector<std::string>> cells{header};
-  for (const Row& r : rows)
+  for (const Row& r : rows) {
     cells.push_back({r.experiment, r.setting, r.metric, r.published, r.simulated, r.error,
                      r.tolerance, r.pass ? "yes" : "no"});
-  // Numbers right-aligned in the text form.
-  const std::vector<bool> right = {false, false, false, true, true, true, false, false};
+    if (seeds) cells.back().push_back(r.seed_spread.empty() ? "-" : r.seed_spread);
+  }
   return render_cells(cells, right, markdown);
 }
 
