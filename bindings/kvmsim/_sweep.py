@@ -196,10 +196,17 @@ def cluster_point(files, main, root, point, seed, base_set=None, binary=None, ti
     submitting machine's folder), not the temporary one."""
     if sweep_id is not None:
         try:
-            from distributed import get_worker
+            from distributed import get_client, get_worker
 
             w = get_worker()
-            w.log_event(_topic(sweep_id), {"i": index, "worker": w.address})
+            event = {"i": index, "worker": w.address}
+            try:
+                # A call that returns once the scheduler has the event: the worker's own
+                # log_event() sends it in a batch a few ms later, and a worker killed in
+                # between (the case attempts is for) would lose it.
+                get_client().log_event(_topic(sweep_id), event)
+            except Exception:  # noqa: BLE001  (no client from here: the batched way)
+                w.log_event(_topic(sweep_id), event)
         except (ImportError, ValueError):
             pass  # not on a worker (called directly)
     group = _worker_groups.setdefault(sweep_id, ChildGroup()) if sweep_id else None
