@@ -15,6 +15,13 @@ void declare_guest_params(ParamRegistry& r);  // guest, workloads, guest costs
 void declare_vmx_eras(ParamRegistry& r);
 void declare_lapic_eras(ParamRegistry& r);
 void declare_guest_eras(ParamRegistry& r);
+// The VM's CPUID (sim/vmx/cpuid.cpp): vm.cpu_model and guest.cpuid.*, and
+// their defaults from the host and the CPU model; then the guest kernel's
+// choices from them (sim/guest/kernel/kvm_guest_init.cpp). Derived defaults
+// (ParamRegistry::set_derived), set after the eras they read.
+void declare_cpuid_params(ParamRegistry& r);
+void declare_cpuid_rules(ParamRegistry& r);
+void declare_kvm_guest_rules(ParamRegistry& r);
 
 const ParamRegistry& model_params();
 

@@ -45,7 +45,7 @@ CASES=(
   "ipi_pingpong_guest_haltpoll|scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=2000 --set guest.idle=hlt --set guest.haltpoll_ns=200000"
   "lat_ctx|scenarios/lat_ctx.yaml"
   "smp_call|scenarios/ipi_pingpong.yaml --set workload.type=smp_call --set smp_call.calls=3000"
-  "smp_call_nowait|scenarios/ebizzy_overcommit.yaml --set workload.type=smp_call --set smp_call.calls=2000 --set vm.vcpus=8 --set smp_call.wait=false --set guest.pv_sched_yield=true"
+  "smp_call_nowait|scenarios/ebizzy_overcommit.yaml --set workload.type=smp_call --set smp_call.calls=2000 --set vm.vcpus=8 --set smp_call.wait=false"
   "watchdogs_nohz|scenarios/halt_poll_timer.yaml --set tscdeadline_latency.size=1000 --set guest.hz=250 --set guest.idle=hlt --set guest.clocksource_watchdog_ms=500"
   "overcommit_busy|scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5"
   "timer_storm|scenarios/timer_storm.yaml --set timer_storm.expiries=4000"

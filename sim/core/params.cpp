@@ -377,12 +377,38 @@ void ParamRegistry::set_eras(std::string_view key, std::string_view era_key,
   }
   const auto def_version = parse_kernel_version(decls_[ek].default_text);
   if (!def_version) fail("the era key's default is not a kernel version");
+  if (decls_[k].derived) fail("the key has a derived default");
   ParamDecl& d = decls_[k];
   d.era_key = std::string(era_key);
   d.eras = std::move(rows);
   d.default_text = era_row(d, *def_version).value;
   std::string problem;
   defaults_[k] = *parse_param_value(d, d.default_text, &problem);
+}
+
+void ParamRegistry::set_derived(std::string_view key, DerivedDefault rule) {
+  auto fail = [&](const std::string& why) {
+    throw std::logic_error(fmt::format("derived default of '{}': {}", key, why));
+  };
+  const std::size_t k = index_of(key);
+  if (k == npos) fail("no such parameter");
+  if (!decls_[k].era_key.empty()) fail("the key is a version switch");
+  if (decls_[k].derived) fail("already derived");
+  if (rule.cap && decls_[k].type != ParamType::Bool) fail("only a bool key can be capped");
+  if (!rule.rule || rule.doc.empty()) fail("needs a rule and its doc");
+  for (const auto& f : rule.from)
+    if (index_of(f) == npos) fail(fmt::format("reads undeclared key '{}'", f));
+  // The rule applied to the defaults (the eras' and the earlier derived keys').
+  const ParamSet defaults(*this);
+  const DerivedValue v = rule.rule(defaults);
+  ParamDecl& d = decls_[k];
+  std::string problem;
+  const auto value = parse_param_value(d, v.value, &problem);
+  if (!value) fail(problem);
+  d.default_text = v.value;
+  defaults_[k] = *value;
+  d.derived = std::make_shared<const DerivedDefault>(std::move(rule));
+  derived_.push_back(k);
 }
 
 std::optional<std::vector<int>> parse_kernel_version(const std::string& text) {
@@ -421,8 +447,18 @@ const EraValue& era_row(const ParamDecl& d, const std::vector<int>& version) {
 
 std::string param_kind(const ParamDecl& d) {
   if (!d.era_key.empty()) return "version switch";
+  if (d.derived) return "derived";
   if (d.key == "host.kernel" || d.key == "guest.kernel") return "kernel";
   return "param";
+}
+
+bool kernel_at_least(const ParamSet& set, std::string_view key, const char* version) {
+  const auto have = parse_kernel_version(set.s(key));
+  const auto want = parse_kernel_version(version);
+  if (!want) throw std::logic_error(fmt::format("'{}' is not a kernel version", version));
+  // apply_kernel_eras() checked the kernel keys before any rule runs.
+  if (!have) throw std::logic_error(fmt::format("key '{}' holds no kernel version", key));
+  return compare_kernel_versions(*have, *want) >= 0;
 }
 
 std::string era_origin(const std::string& era_key, const std::string& version) {
@@ -447,6 +483,23 @@ void apply_kernel_eras(ParamSet& set) {
     const std::string& version = set.s(d.era_key);
     set.set_text(d.key, era_row(d, *parse_kernel_version(version)).value,
                  era_origin(d.era_key, version));
+  }
+  static constexpr std::string_view kDerived = " (derived)";
+  for (const std::size_t k : reg.derived_order()) {
+    const ParamDecl& d = reg.all()[k];
+    const std::string origin = set.origin(d.key);
+    const DerivedValue v = d.derived->rule(set);
+    const bool derived_before =
+        origin.size() > kDerived.size() &&
+        origin.compare(origin.size() - kDerived.size(), kDerived.size(), kDerived) == 0;
+    if (origin == "default" || derived_before) {
+      set.set_text(d.key, v.value, v.why + std::string(kDerived));
+    } else if (d.derived->cap && set.b(d.key)) {
+      const DerivedValue cap = d.derived->cap(set);
+      if (cap.value == "false")
+        throw ScenarioError(
+            fmt::format("{}: key '{}': true cannot act: {}", origin, d.key, cap.why));
+    }
   }
 }
 
@@ -541,6 +594,7 @@ namespace {
 // A version switch's doc ends with its table:
 // " [host.kernel: before 5.4: until_done (...); 5.4+: spin_then_tune (...); ...]".
 std::string doc_with_eras(const ParamDecl& d) {
+  if (d.derived) return d.doc + " [default: " + d.derived->doc + "]";
   if (d.eras.empty()) return d.doc;
   std::string out = d.doc + " [" + d.era_key + ":";
   for (std::size_t k = 0; k < d.eras.size(); ++k) {

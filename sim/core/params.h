@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -35,6 +37,27 @@ struct EraValue {
   std::string why;    // "v5.8: apic_timer_expired() injects from the exit path (2020 series)"
 };
 
+class ParamSet;
+
+// A default computed from other keys (ParamRegistry::set_derived()): the
+// value text (same syntax as --set values) and why, e.g.
+// {"false", "vm.cpu_model=qemu64 has no kvm-pv-unhalt"}.
+struct DerivedValue {
+  std::string value;
+  std::string why;
+};
+
+struct DerivedDefault {
+  std::vector<std::string> from;  // the keys the rule reads
+  std::string doc;                // the rule in words, for the docs
+  std::function<DerivedValue(const ParamSet&)> rule;
+  // Bool keys only, optional: what the rest of the configuration allows. An
+  // explicit true where the cap gives false cannot act and is an error that
+  // says why (a guest cannot use a CPUID feature its VM does not have, QEMU
+  // cannot pass a feature the host's KVM does not offer).
+  std::function<DerivedValue(const ParamSet&)> cap = {};
+};
+
 struct ParamDecl {
   std::string key;  // dotted, e.g. "kvm.enable_hv_timer"
   ParamType type;
@@ -51,6 +74,8 @@ struct ParamDecl {
   // parameter. Set with ParamRegistry::set_eras(), not by hand.
   std::string era_key = {};
   std::vector<EraValue> eras = {};
+  // Derived default (set with ParamRegistry::set_derived()); null = none.
+  std::shared_ptr<const DerivedDefault> derived = {};
 };
 
 // "4.9" -> {4, 9}; nullopt unless dot-separated decimal numbers with a major
@@ -61,7 +86,7 @@ int compare_kernel_versions(const std::vector<int>& a, const std::vector<int>& b
 // The row of d.eras that applies to kernel `version` (parsed).
 const EraValue& era_row(const ParamDecl& d, const std::vector<int>& version);
 // "param", "kernel" (host.kernel, guest.kernel: they choose the version
-// switches' defaults) or "version switch".
+// switches' defaults), "version switch" or "derived".
 std::string param_kind(const ParamDecl& d);
 
 using ParamValue =
@@ -101,12 +126,21 @@ class ParamRegistry {
   void set_eras(std::string_view key, std::string_view era_key, std::vector<EraValue> rows);
   // Declared keys naming a kernel version (the era_key of some switch).
   [[nodiscard]] std::vector<std::string> era_keys() const;
+  // Gives `key` a default derived from other keys (their resolved values,
+  // after the kernel eras and the derived keys set before this one). The
+  // registry's default becomes the rule applied to the defaults. Throws
+  // std::logic_error on an unknown key, a version switch, a key already
+  // derived, an unknown `from` key, or a rule value that does not parse.
+  void set_derived(std::string_view key, DerivedDefault rule);
+  // Positions in all() of the derived keys, in the order they were set.
+  [[nodiscard]] const std::vector<std::size_t>& derived_order() const { return derived_; }
 
  private:
   std::vector<ParamDecl> decls_;
   std::vector<ParamValue> defaults_;
   std::map<std::string, std::size_t, std::less<>> index_;
   std::set<std::string, std::less<>> groups_;
+  std::vector<std::size_t> derived_;
 };
 
 // " did you mean 'a' or 'b'?" or "" — ready to append to an "unknown key" message.
@@ -154,12 +188,19 @@ class ParamSet {
   std::vector<std::string> origins_;
 };
 
+// True if the kernel version held by `key` (host.kernel, guest.kernel) is
+// `version` or newer; for the rules of derived defaults.
+bool kernel_at_least(const ParamSet& set, std::string_view key, const char* version);
+
 // Origin text of a value a kernel era chose: "host.kernel=5.4 (era)".
 std::string era_origin(const std::string& era_key, const std::string& version);
 // Sets every version switch that no file or --set chose (origin "default",
-// or an earlier era's) to the row of its kernel key's current value.
-// Idempotent; call it after the last override. Throws ScenarioError if a
-// kernel key does not hold a version ("<origin>: key 'host.kernel': ...").
+// or an earlier era's) to the row of its kernel key's current value, then
+// every derived key nobody chose to its rule's value (origin "<why>
+// (derived)"). Idempotent; call it after the last override. Throws
+// ScenarioError if a kernel key does not hold a version ("<origin>: key
+// 'host.kernel': ...") or an explicit true of a capped derived key cannot
+// act ("<origin>: key 'guest.pv_spinlock': true cannot act: <why>").
 void apply_kernel_eras(ParamSet& set);
 
 // Aligned text for `kvmsim params`: key, type, default, unit, range/choices, doc.

@@ -23,10 +23,16 @@ void declare_guest_params(ParamRegistry& r) {
              "timers due or not (guests before the v4.8 timer-wheel rework); false = only when a "
              "wheel timer is due. The softirq runs at irq_exit() (cost.guest.timer_softirq)."});
   r.declare({"guest.pv_spinlock", ParamType::Bool, "true", "bool", {}, {}, {},
-             "kvm_spinlock_init(): the guest's queued spinlocks are paravirtual (the host offers "
-             "KVM_FEATURE_PV_UNHALT, as KVM does): waiters halt after SPIN_THRESHOLD loops and "
-             "the unlock kicks them with KVM_HC_KICK_CPU (sim/guest/kernel/spinlock.h). false = native "
-             "qspinlock (nopvspin). Only workloads with guest spinlocks use it (ebizzy.lock_sections)."});
+             "The guest's queued spinlocks are paravirtual (kvm_spinlock_init(), "
+             "sim/guest/kernel/spinlock.h): waiters halt after SPIN_THRESHOLD loops and the "
+             "unlock kicks them with KVM_HC_KICK_CPU; false = native qspinlock (nopvspin, or a "
+             "guest without CONFIG_PARAVIRT_SPINLOCKS). Only workloads with guest spinlocks use "
+             "it (ebizzy.lock_sections)."});
+  r.declare({"guest.vcpu_is_preempted", ParamType::Bool, "true", "bool", {}, {}, {},
+             "The guest's vcpu_is_preempted() is __kvm_vcpu_is_preempted() (the steal-time "
+             "`preempted` byte): rwsem spin-on-owner stops spinning on a preempted owner, "
+             "pv_wait_early() and PV sched yield see preempted vCPUs; false = the native "
+             "`false`."});
   r.declare({"guest.virt_spin_lock", ParamType::Bool, "true", "bool", {}, {}, {},
              "Without PV spinlocks (guest.pv_spinlock false) the guest's slow path is "
              "virt_spin_lock(), a test-and-set loop (v4.16: on in every guest with "
@@ -140,7 +146,8 @@ void declare_guest_params(ParamRegistry& r) {
              "task preempts a running one only when its vruntime lags by more than this."});
   r.declare({"guest.sched_steal_accounting", ParamType::Bool, "true", "bool", {}, {}, {},
              "The guest's rq->clock_task leaves out steal time (CONFIG_PARAVIRT_TIME_ACCOUNTING "
-             "with KVM steal time): a task's slice counts only time its vCPU ran."});
+             "with KVM steal time): a task's slice counts only time its vCPU ran; false = no-steal-acc "
+             "or no steal time."});
   r.declare({"guest.watchdog_s", ParamType::Int, "4", "s", 0, 3600, {},
              "Softlockup watchdog hrtimer period (watchdog_thresh 10 s -> 4 s); 0 = nowatchdog (RT guests)."});
   r.declare({"cost.guest.watchdog", ParamType::Dist, "1us", "time", {}, {}, {},
@@ -185,15 +192,14 @@ void declare_guest_params(ParamRegistry& r) {
              "once the line moves over (estimate; cost.kut.cacheline_transfer is 150 cycles)."});
   // Remote TLB flush (sim/guest/kernel/tlb_flush.cpp), v4.16-v4.17.
   r.declare({"guest.pv_tlb_flush", ParamType::Bool, "false", "bool", {}, {}, {},
-             "KVM_FEATURE_PV_TLB_FLUSH (v4.16+): the guest's flush_tlb_others is "
-             "kvm_flush_tlb_others(), which leaves vCPUs whose steal-time area says PREEMPTED "
-             "to the host (KVM_VCPU_FLUSH_TLB, flushed in record_steal_time() before their next "
-             "entry); false = native IPIs to every target and a wait for all."});
+             "The guest's flush_tlb_others is kvm_flush_tlb_others() (v4.16+), which leaves "
+             "vCPUs whose steal-time area says PREEMPTED to the host (KVM_VCPU_FLUSH_TLB, "
+             "flushed in record_steal_time() before their next entry); false = native IPIs to "
+             "every target and a wait for all (a guest without the series)."});
   r.declare({"guest.pv_sched_yield", ParamType::Bool, "false", "bool", {}, {}, {},
-             "Version switch: the guest uses KVM_FEATURE_PV_SCHED_YIELD when the host offers it "
-             "(kvm.pv_sched_yield): kvm_smp_send_call_func_ipi() follows a CALL_FUNCTION "
+             "The guest's kvm_smp_send_call_func_ipi() (v5.3+) follows a CALL_FUNCTION "
              "IPI-many with KVM_HC_SCHED_YIELD to the first target whose steal-time area says "
-             "PREEMPTED (v5.2 guests)."});
+             "PREEMPTED (vcpu_is_preempted())."});
   // Guest rw_semaphore (sim/guest/rwsem.*, v4.16 rwsem-xadd.c): mm->mmap_sem.
   r.declare({"cost.guest.rwsem_slowpath", ParamType::Dist, "150ns", "time", {}, {}, {},
              "rwsem_down_read_failed() / rwsem_down_write_failed() before schedule(), or "
@@ -239,10 +245,6 @@ void declare_guest_eras(ParamRegistry& r) {
               {"4.11", "true", "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
               {"5.4", "false",
                "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
-  r.set_eras(
-      "guest.pv_sched_yield", "guest.kernel",
-      {{"3.10", "false", "no PV sched yield"},
-       {"5.2", "true", "kvm_smp_send_call_func_ipi(): KVM_HC_SCHED_YIELD to a preempted target"}});
   r.set_eras(
       "guest.clockevent_shutdown", "guest.kernel",
       {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},

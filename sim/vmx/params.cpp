@@ -105,8 +105,8 @@ void declare_vmx_params(ParamRegistry& r) {
              "vCPU to mitigate lock waiter preemption\", v5.3). false = v4.16..v5.2."});
   r.declare({"kvm.pv_sched_yield", ParamType::Bool, "false", "bool", {}, {}, {},
              "Kernel-version switch: the host offers KVM_FEATURE_PV_SCHED_YIELD and handles "
-             "KVM_HC_SCHED_YIELD with kvm_sched_yield() (v5.2, Wanpeng Li 2019); the guest uses "
-             "it only with guest.pv_sched_yield. false = before v5.2."});
+             "KVM_HC_SCHED_YIELD with kvm_sched_yield() (v5.3, Wanpeng Li 2019): the default of "
+             "guest.cpuid.pv_sched_yield. false = before v5.3."});
   r.declare({"cost.handle_sched_yield", ParamType::Dist, "400ns", "time", {}, {}, {},
              "handle_vmcall() -> kvm_sched_yield(): the APIC-map lookup of the target before "
              "yield_to() (estimate; the yield and switch are the scheduler's)."});
@@ -184,7 +184,7 @@ void declare_vmx_eras(ParamRegistry& r) {
               {"5.3", "true", "266e85a5ec9: the kicker yields to the kicked vCPU"}});
   r.set_eras("kvm.pv_sched_yield", "host.kernel",
              {{"4.0", "false", "no KVM_HC_SCHED_YIELD"},
-              {"5.2", "true", "KVM_FEATURE_PV_SCHED_YIELD offered (Wanpeng Li 2019)"}});
+              {"5.3", "true", "KVM_FEATURE_PV_SCHED_YIELD offered (Wanpeng Li 2019)"}});
   r.set_eras("kvm.halt_poll_ns", "host.kernel",
              {{"4.0", "0", "no halt polling by default before dynamic polling (2015)"},
               {"4.3", "200000",

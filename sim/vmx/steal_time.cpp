@@ -10,9 +10,10 @@ namespace kvmsim {
 StealTimeConfig StealTimeConfig::from(const ParamSet& p, const TscClock& clk) {
   StealTimeConfig c;
   c.preempted_on_block = p.b("kvm.steal_time_preempted_on_block");
-  // KVM_FEATURE_PV_TLB_FLUSH is a CPUID bit the guest uses (sim/guest); the
-  // host side of it is in record_steal_time().
-  c.pv_tlb_flush = p.b("guest.pv_tlb_flush");
+  // The host side of KVM_FEATURE_PV_TLB_FLUSH is in record_steal_time() of
+  // every v4.16+ host, whether or not the guest uses the feature
+  // (guest.pv_tlb_flush), once the guest registered its steal-time area.
+  c.pv_tlb_flush = kernel_at_least(p, "host.kernel", "4.16") && p.b("guest.cpuid.steal_time");
   c.atomic_preempted = p.b("kvm.steal_time_atomic_preempted");
   c.pv_tlb_flush_cost = p.dist("cost.pv_tlb_flush").bind(clk);
   return c;

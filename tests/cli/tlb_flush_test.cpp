@@ -556,18 +556,16 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "PV sched yield (guest 5.2 on a 5.2 host): a CALL_FUNCTION IPI-many with a preempted target is "
-    "followed by KVM_HC_SCHED_YIELD, it needs both the guest and the host side",
+    "PV sched yield (guest 5.3, host with kvm.pv_sched_yield): a CALL_FUNCTION IPI-many with a "
+    "preempted target is followed by KVM_HC_SCHED_YIELD, it needs the host's offer and the CPU "
+    "model's, and asking for it without them is an error",
     "[cli][tlb]") {
   const std::string s =
       "scenarios/ebizzy_light_overcommit.yaml --set sim.check_invariants=true "
       "--set sim.max_simulated_s=1 ";
   const auto off = run_metrics("psy-off", s);  // the scenario: guest.pv_sched_yield false
   const auto on = run_metrics("psy-on", s + "--set guest.pv_sched_yield=true");
-  const auto no_host = run_metrics(
-      "psy-nohost", s + "--set guest.pv_sched_yield=true --set kvm.pv_sched_yield=false");
-  const auto old_host =
-      run_metrics("psy-oldhost", s + "--set guest.pv_sched_yield=true --set host.kernel=5.1");
+  const auto no_host = run_metrics("psy-nohost", s + "--set kvm.pv_sched_yield=false");
   CHECK(metric(off, "guest.smp_call.pv_sched_yields") == 0);
   CHECK(off.find("vcpu.sched_yield_calls") == off.end());
   // One hypercall per IPI-many at most, each one the host saw.
@@ -580,6 +578,14 @@ TEST_CASE(
   CHECK(metric(on, "vcpu.sched_yields") <= metric(on, "vcpu.sched_yield_calls"));
   // Without the host's KVM_FEATURE_PV_SCHED_YIELD the guest does not use it.
   CHECK(metric(no_host, "guest.smp_call.pv_sched_yields") == 0);
-  CHECK(metric(old_host, "guest.smp_call.pv_sched_yields") == 0);
   CHECK(metric(on, "invariants.violations") == 0);
+  // Asking for it where the CPUID lacks it cannot act: an error that says why.
+  for (const char* lacking : {"kvm.pv_sched_yield=false", "guest.kernel=5.2",
+                              "vm.cpu_model=Haswell", "vm.qemu_version=4.1"}) {
+    const auto r = run_cli("run " + s + "--set guest.pv_sched_yield=true --set " + lacking +
+                           " --out " + out_dir(std::string("psy-err-") + lacking).string());
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("key 'guest.pv_sched_yield': true cannot act") != std::string::npos);
+  }
 }

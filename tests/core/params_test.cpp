@@ -401,3 +401,87 @@ TEST_CASE("kvmsim params lists a version switch with its kind and its table", "[
              Contains("[host.kernel: before 5.8: false (none yet); 5.8+: true (v5.8 series)]"));
   CHECK_THAT(line_of("sim.seed"), Contains(" param "));
 }
+
+// ------------------------------------------------------------ derived defaults
+
+namespace {
+
+// The era registry plus a feature the host offers from 5.8 (kvm.fast) and a
+// guest switch derived from it, capped by it.
+ParamRegistry derived_registry() {
+  ParamRegistry reg = era_registry("5.4");
+  reg.declare(make_decl("guest.uses_fast", ParamType::Bool, "false"));
+  DerivedDefault d;
+  d.from = {"kvm.fast"};
+  d.doc = "true when the host is fast";
+  d.rule = [](const ParamSet& p) {
+    return p.b("kvm.fast") ? DerivedValue{"true", "kvm.fast=true"}
+                           : DerivedValue{"false", "kvm.fast=false: the host is slow"};
+  };
+  d.cap = d.rule;
+  reg.set_derived("guest.uses_fast", std::move(d));
+  return reg;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a derived key follows the keys it reads after the eras, keeps an explicit value, and an "
+    "explicit true its cap forbids is an error saying why",
+    "[params][derived]") {
+  const ParamRegistry reg = derived_registry();
+  CHECK(reg.find("guest.uses_fast")->default_text == "false");  // the rule on 5.4's defaults
+  CHECK(param_kind(*reg.find("guest.uses_fast")) == "derived");
+  ParamSet set(reg);
+  set.set_text("host.kernel", "5.8", "--set");
+  apply_kernel_eras(set);
+  CHECK(set.b("guest.uses_fast"));
+  CHECK(set.origin("guest.uses_fast") == "kvm.fast=true (derived)");
+  // A later change re-derives it; idempotent.
+  set.set_text("host.kernel", "5.4", "--set");
+  apply_kernel_eras(set);
+  apply_kernel_eras(set);
+  CHECK_FALSE(set.b("guest.uses_fast"));
+  // An explicit false always stands; an explicit true needs the cap.
+  ParamSet off(reg);
+  off.set_text("guest.uses_fast", "false", "a.yaml:2");
+  off.set_text("host.kernel", "5.8", "--set");
+  apply_kernel_eras(off);
+  CHECK_FALSE(off.b("guest.uses_fast"));
+  CHECK(off.origin("guest.uses_fast") == "a.yaml:2");
+  ParamSet on(reg);
+  on.set_text("guest.uses_fast", "true", "a.yaml:2");
+  try {
+    apply_kernel_eras(on);
+    FAIL("accepted");
+  } catch (const ScenarioError& e) {
+    CHECK_THAT(e.what(), StartsWith("a.yaml:2: key 'guest.uses_fast': true cannot act: "
+                                    "kvm.fast=false: the host is slow"));
+  }
+  on.set_text("host.kernel", "5.8", "--set");
+  CHECK_NOTHROW(apply_kernel_eras(on));
+}
+
+TEST_CASE("set_derived refuses a version switch, a second rule, unknown keys and bad values",
+          "[params][derived]") {
+  ParamRegistry reg = derived_registry();
+  const auto rule = [](const char* value) {
+    DerivedDefault d;
+    d.doc = "x";
+    d.rule = [value](const ParamSet&) { return DerivedValue{value, "y"}; };
+    return d;
+  };
+  CHECK_THROWS_AS(reg.set_derived("kvm.fast", rule("true")), std::logic_error);  // era
+  CHECK_THROWS_AS(reg.set_derived("guest.uses_fast", rule("true")), std::logic_error);
+  CHECK_THROWS_AS(reg.set_derived("kvm.nope", rule("true")), std::logic_error);
+  CHECK_THROWS_AS(reg.set_derived("sim.seed", rule("many")), std::logic_error);
+  DerivedDefault reads_nothing_declared = rule("1");
+  reads_nothing_declared.from = {"kvm.nope"};
+  CHECK_THROWS_AS(reg.set_derived("sim.seed", reads_nothing_declared), std::logic_error);
+  // A derived key cannot become a version switch either.
+  CHECK_THROWS_AS(reg.set_eras("guest.uses_fast", "host.kernel", {{"4.0", "true", "a"}}),
+                  std::logic_error);
+  const std::string blocks = format_param_blocks(reg, "guest.uses_fast", 100);
+  CHECK_THAT(blocks, Contains("(derived)"));
+  CHECK_THAT(blocks, Contains("[default: true when the host is fast]"));
+}

@@ -68,6 +68,9 @@ struct GuestConfig {
   // kvm_smp_send_call_func_ipi() follows a CALL_FUNCTION IPI-many with
   // KVM_HC_SCHED_YIELD to the first target whose vCPU is preempted.
   bool pv_sched_yield = false;
+  // vcpu_is_preempted() reads the steal-time `preempted` byte
+  // (guest.vcpu_is_preempted); false = the native `false`.
+  bool vcpu_is_preempted = true;
   // lapic_timer_shutdown() when the last timer goes (guest.clockevent_shutdown):
   // nothing (before v4.11: no set_state_oneshot_stopped), mask LVTT and zero
   // TMICT (v4.11..v6.11), or also zero the TSC deadline (v6.12+). After a

@@ -78,7 +78,8 @@ class GuestSmpCalls::CrossCall : public KernelWork {
     if (k.cfg_.pv_sched_yield && !single_ && !yield_checked_ && !ipi_cpus_.empty()) {
       yield_checked_ = true;
       for (const int cpu : ipi_cpus_) {
-        if (k.smp()->cpu(cpu).vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) {
+        if (k.cfg_.vcpu_is_preempted &&
+            (k.smp()->cpu(cpu).vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED)) {
           ++st.pv_sched_yields;
           return GuestStep::vmcall(KVM_HC_SCHED_YIELD, GuestSmp::apic_id(cpu));
         }

@@ -49,7 +49,10 @@ GuestConfig guest_config(const ParamSet& p) {
                     p.origin("guest.haltpoll_ns")));
   g.idle_poll_stops_tick = p.b("guest.idle_poll_stops_tick");
   g.tick_timer_softirq = p.b("guest.tick_timer_softirq");
-  g.pv_sched_yield = p.b("guest.pv_sched_yield") && p.b("kvm.pv_sched_yield");
+  // The host's offer is in the CPUID the rule of guest.pv_sched_yield read
+  // (sim/guest/kernel/kvm_guest_init.cpp).
+  g.pv_sched_yield = p.b("guest.pv_sched_yield");
+  g.vcpu_is_preempted = p.b("guest.vcpu_is_preempted");
   g.fair.latency_ns = static_cast<std::uint64_t>(p.i("guest.sched_latency_ns"));
   g.fair.min_granularity_ns = static_cast<std::uint64_t>(p.i("guest.sched_min_granularity_ns"));
   g.fair.wakeup_granularity_ns =

@@ -26,8 +26,10 @@ RwsemStats& RwsemStats::operator+=(const RwsemStats& o) {
   return *this;
 }
 
-GuestRwsem::GuestRwsem(Sampler slowpath, Tsc spin_recheck)
-    : slowpath_(std::move(slowpath)), spin_recheck_(std::max<Tsc>(spin_recheck, 1)) {}
+GuestRwsem::GuestRwsem(Sampler slowpath, Tsc spin_recheck, bool vcpu_is_preempted)
+    : slowpath_(std::move(slowpath)),
+      spin_recheck_(std::max<Tsc>(spin_recheck, 1)),
+      vcpu_is_preempted_(vcpu_is_preempted) {}
 
 void GuestRwsem::acquired(RwsemWaiter& w, Tsc now) {
   if (w.spinning) {
@@ -102,7 +104,8 @@ GuestRwsem::Result GuestRwsem::down_write(GuestKernel& k, GuestTask* t, RwsemWai
   // is on its CPU (owner->on_cpu) and whose vCPU is not preempted (steal
   // time), while the spinner's own CPU has no need_resched.
   if (writer_) {
-    const bool preempted = (writer_cpu_->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) != 0;
+    const bool preempted = vcpu_is_preempted_ &&
+                           (writer_cpu_->vcpu().steal_time_preempted() & KVM_VCPU_PREEMPTED) != 0;
     if (!preempted && writer_cpu_->task_curr(writer_) && !k.need_resched()) {
       if (!w.spinning) {
         w.spinning = true;

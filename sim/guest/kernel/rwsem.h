@@ -73,7 +73,10 @@ class GuestRwsem {
   // `spin_recheck`: how long one stretch of the spin loop runs before the
   // spinner re-reads owner and `preempted` (model granularity: the loop
   // re-reads them every iteration).
-  GuestRwsem(Sampler slowpath, Tsc spin_recheck);
+  // `vcpu_is_preempted`: the guest's vcpu_is_preempted() reads steal time
+  // (guest.vcpu_is_preempted); false = the native `false`, and a spinning
+  // writer keeps spinning on a preempted owner.
+  GuestRwsem(Sampler slowpath, Tsc spin_recheck, bool vcpu_is_preempted);
 
   // down_read() by `t`, current on `k`. Acquired: held now. Sleep: `t` is
   // queued and blocked (k.block_current()); see woken().
@@ -109,6 +112,7 @@ class GuestRwsem {
 
   Sampler slowpath_;
   Tsc spin_recheck_;
+  bool vcpu_is_preempted_;
   GuestTask* writer_ = nullptr;  // sem->owner (a writer)
   GuestKernel* writer_cpu_ = nullptr;
   Tsc write_since_ = 0;

@@ -326,12 +326,15 @@ class EbizzyWorkload : public LinuxWorkload {
       mms_.push_back(std::make_unique<GuestMm>(smp, tc, pv_, clk));
       sems_.push_back(std::make_unique<GuestRwsem>(
           S("cost.guest.rwsem_slowpath"),
-          clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns")))));
+          clk.ns_to_cycles(static_cast<std::uint64_t>(p.i("guest.rwsem_spin_recheck_ns"))),
+          p.b("guest.vcpu_is_preempted")));
       stats_.push_back(std::make_unique<EbizzyVmStats>());
       SpinlockConfig lc;
       lc.pv = p.b("guest.pv_spinlock");
       lc.virt_tas = p.b("guest.virt_spin_lock");
-      lc.wait_early_preempted = p.b("guest.pv_spinlock_wait_early_preempted");
+      // pv_wait_early() asks vcpu_is_preempted(): the native `false` never says so.
+      lc.wait_early_preempted =
+          p.b("guest.pv_spinlock_wait_early_preempted") && p.b("guest.vcpu_is_preempted");
       lc.loop_cycles = static_cast<Tsc>(p.i("guest.pv_spinlock_loop_cycles"));
       locks_.push_back(std::make_unique<GuestSpinlock>(lc));
       for (int t = 0; t < n; ++t) {
