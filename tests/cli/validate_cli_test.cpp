@@ -123,6 +123,23 @@ TEST_CASE("validate --experiment: only the named experiments run, an unknown id 
         std::string::npos);
 }
 
+TEST_CASE("validate --bands: T4 runs once per CPU model, the legend names them, the band table",
+          "[validate]") {
+  const auto r = run_cli("validate --quick --experiment T4 --bands");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);                                 // T4's rows are gated, and most are out
+  CHECK(r.output.find("(16 runs,") != std::string::npos);  // 8 runs x 2 CPU models
+  CHECK(r.output.find("configuration (chosen): c1 -cpu host") != std::string::npos);
+  CHECK(r.output.find("configuration: c2 -cpu qemu64,+kvm-pv-tlb-flush (--set "
+                      "vm.cpu_model=qemu64 --set guest.cpuid.pv_tlb_flush=true)") !=
+        std::string::npos);
+  CHECK(r.output.find("Bands of T4:") != std::string::npos);
+  CHECK(r.output.find("run failed") == std::string::npos);
+  // Without --bands: the chosen configuration in the legend, no band table.
+  const auto plain = run_cli("validate --quick --experiment T3");
+  CHECK(plain.output.find("Bands of") == std::string::npos);
+}
+
 TEST_CASE("validate --seeds: every run once per seed, the spread column, a bad list refused",
           "[validate]") {
   const auto r = run_cli("validate --quick --experiment T3 --seeds 1,2");
@@ -344,6 +361,32 @@ TEST_CASE("validate --seeds: each row judged on the median over the seeds, with 
   CHECK(format_table(rows, false).find("seeds: min..max, within") != std::string::npos);
   CHECK(format_table(evaluate_experiment(e, seeds[0], false), false).find("seeds:") ==
         std::string::npos);
+}
+
+TEST_CASE(
+    "validate --bands: each check under every configuration, the band over them and whether the "
+    "published value lies inside",
+    "[validate-unit]") {
+  Check a;
+  Experiment e = tx_experiment({"false"}, &a);
+  e.checks = {a};  // published 100, 0 decimals
+  // Three set-ups: 95 (chosen), 130, and one whose run failed (no number).
+  auto rows = band_rows(e, {{95}, {130}, {kNaN}});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].values == std::vector<std::string>{"95", "130", "n/a"});
+  CHECK(rows[0].band == "95..130");
+  CHECK(rows[0].published_in_band == "yes");
+  rows = band_rows(e, {{101}, {130}});
+  CHECK(rows[0].band == "101..130");
+  CHECK(rows[0].published_in_band == "no");
+  rows = band_rows(e, {{kNaN}, {kNaN}});
+  CHECK(rows[0].band == "n/a");
+  CHECK(rows[0].published_in_band == "-");
+  const std::string text = format_bands(band_rows(e, {{95}, {130}}), 2, false);
+  CHECK(text.rfind("experiment  switch/setting", 0) == 0);
+  CHECK(text.find("c1 (chosen)") != std::string::npos);
+  CHECK(text.find("published in band") != std::string::npos);
+  CHECK(format_bands(band_rows(e, {{95}, {130}}), 2, true).rfind("| experiment |", 0) == 0);
 }
 
 TEST_CASE("validate: transition labels", "[validate-unit]") {

@@ -85,6 +85,9 @@ struct ValidateOptions {
   // --seeds: every run once per seed; rows judged on the median, with the
   // spread (empty: the scenarios' default seeds, once).
   std::vector<std::uint64_t> seeds;
+  // --bands: every configuration an experiment's text leaves open, and a
+  // band table per experiment.
+  bool bands = false;
 };
 
 // The experiments with the published figures of --targets, or of the
@@ -105,6 +108,7 @@ struct Job {
   std::size_t experiment = 0;  // index into the experiments that run
   std::size_t run = 0;         // index into Experiment::runs
   std::size_t pass = 0;        // index into --seeds
+  std::size_t config = 0;      // index into Experiment::configurations (0: the chosen one)
   std::vector<std::string> args;
   fs::path dir;
   int status = 0;       // waitpid status
@@ -248,16 +252,29 @@ struct TempDir {
 };
 
 std::string legend_line(const Experiment& e, const std::string& scenario,
-                        const std::vector<std::string>& sets, bool markdown) {
+                        const std::vector<std::string>& sets, bool markdown, bool bands) {
   std::string cmd = scenario;
   for (const auto& s : sets) cmd += " --set " + s;
   std::string runs;
   for (const auto& r : e.runs) runs += (runs.empty() ? "" : ", ") + r.label;
-  if (markdown)
-    return "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs +
-           "\n  - source: " + e.source + "\n";
-  return e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs +
-         "\n    source: " + e.source + "\n";
+  std::string out = markdown ? "- **" + e.id + "** " + e.title + ": `" + cmd + "`, runs " + runs +
+                                   "\n  - source: " + e.source + "\n"
+                             : e.id + ": " + e.title + "\n    " + cmd + "\n    runs: " + runs +
+                                   "\n    source: " + e.source + "\n";
+  // The set-ups the text leaves open: the chosen one always, the others
+  // (--bands) with what they set.
+  const std::size_t shown =
+      bands ? e.configurations.size() : std::min<std::size_t>(1, e.configurations.size());
+  for (std::size_t c = 0; c < shown; ++c) {
+    const auto& cf = e.configurations[c];
+    std::string extra;
+    for (const auto& s : cf.sets) extra += " --set " + s;
+    const std::string head = bands ? "c" + std::to_string(c + 1) + " " : "";
+    out += (markdown ? "  - " : "    ") +
+           std::string(c == 0 ? "configuration (chosen): " : "configuration: ") + head + cf.name +
+           (extra.empty() ? "" : " (" + extra.substr(1) + ")") + ": " + cf.evidence + "\n";
+  }
+  return out;
 }
 
 // --experiment: the experiments asked for (all when none is named).
@@ -315,53 +332,68 @@ int run_validate(const ValidateOptions& o) {
   fs::remove_all(tmp.path);
   fs::create_directories(tmp.path);
 
-  // One pass per seed of --seeds (one pass with the default seeds without it).
+  // One pass per seed of --seeds (one pass with the default seeds without
+  // it); with --bands, each pass once per configuration.
   const std::size_t passes = o.seeds.empty() ? 1 : o.seeds.size();
+  const auto configs_of = [&](const Experiment& e) -> std::size_t {
+    return o.bands && !e.configurations.empty() ? e.configurations.size() : 1;
+  };
   std::vector<Job> jobs;
   for (std::size_t p = 0; p < passes; ++p) {
     for (std::size_t i = 0; i < experiments.size(); ++i) {
       const Experiment& e = *experiments[i];
       const auto& common = o.quick ? e.quick_sets : e.full_sets;
-      for (std::size_t k = 0; k < e.runs.size(); ++k) {
-        Job j;
-        j.experiment = i;
-        j.run = k;
-        j.pass = p;
-        j.dir = tmp.path / (e.id + "-" + std::to_string(k) + "-" + std::to_string(p));
-        fs::create_directories(j.dir);
-        j.args = {"kvmsim", "run", (dir / e.scenario).string(), "-q", "--out", j.dir.string()};
-        if (!o.seeds.empty()) j.args.insert(j.args.end(), {"--seed", std::to_string(o.seeds[p])});
-        for (const auto& s : common) j.args.insert(j.args.end(), {"--set", s});
-        for (const auto& s : e.runs[k].sets) j.args.insert(j.args.end(), {"--set", s});
-        jobs.push_back(std::move(j));
+      for (std::size_t c = 0; c < configs_of(e); ++c) {
+        for (std::size_t k = 0; k < e.runs.size(); ++k) {
+          Job j;
+          j.experiment = i;
+          j.run = k;
+          j.pass = p;
+          j.config = c;
+          j.dir = tmp.path / (e.id + "-" + std::to_string(k) + "-" + std::to_string(p) + "-" +
+                              std::to_string(c));
+          fs::create_directories(j.dir);
+          j.args = {"kvmsim", "run", (dir / e.scenario).string(), "-q", "--out", j.dir.string()};
+          if (!o.seeds.empty()) j.args.insert(j.args.end(), {"--seed", std::to_string(o.seeds[p])});
+          for (const auto& s : common) j.args.insert(j.args.end(), {"--set", s});
+          if (c < e.configurations.size())
+            for (const auto& s : e.configurations[c].sets)
+              j.args.insert(j.args.end(), {"--set", s});
+          for (const auto& s : e.runs[k].sets) j.args.insert(j.args.end(), {"--set", s});
+          jobs.push_back(std::move(j));
+        }
       }
     }
   }
   std::cout << std::flush;
   run_jobs(jobs, o.jobs);
 
-  // outputs[pass][experiment][run]
-  std::vector<std::vector<std::vector<RunOutput>>> outputs(passes);
-  for (auto& per_pass : outputs) {
-    per_pass.resize(experiments.size());
-    for (std::size_t i = 0; i < experiments.size(); ++i)
-      per_pass[i].resize(experiments[i]->runs.size());
+  // outputs[experiment][configuration][pass][run]
+  std::vector<std::vector<std::vector<std::vector<RunOutput>>>> outputs(experiments.size());
+  for (std::size_t i = 0; i < experiments.size(); ++i) {
+    outputs[i].resize(configs_of(*experiments[i]));
+    for (auto& per_config : outputs[i]) {
+      per_config.resize(passes);
+      for (auto& per_pass : per_config) per_pass.resize(experiments[i]->runs.size());
+    }
   }
   std::vector<std::string> failures;
   for (const Job& j : jobs) {
     RunOutput r = read_run(j);
+    const Experiment& e = *experiments[j.experiment];
     if (!r.ok)
-      failures.push_back(
-          experiments[j.experiment]->id + " " + experiments[j.experiment]->runs[j.run].label +
-          (o.seeds.empty() ? "" : " seed " + std::to_string(o.seeds[j.pass])) + ": " + r.error);
-    outputs[j.pass][j.experiment][j.run] = std::move(r);
+      failures.push_back(e.id + " " + e.runs[j.run].label +
+                         (j.config > 0 ? " (" + e.configurations[j.config].name + ")" : "") +
+                         (o.seeds.empty() ? "" : " seed " + std::to_string(o.seeds[j.pass])) +
+                         ": " + r.error);
+    outputs[j.experiment][j.config][j.pass][j.run] = std::move(r);
   }
   std::vector<validate::Row> rows;
   for (std::size_t i = 0; i < experiments.size(); ++i) {
-    std::vector<std::vector<RunOutput>> per_seed;
-    if (!o.seeds.empty())
-      for (const auto& per_pass : outputs) per_seed.push_back(per_pass[i]);
-    auto r = validate::evaluate_experiment(*experiments[i], outputs[0][i], o.quick, per_seed);
+    const auto& chosen = outputs[i][0];
+    auto r = validate::evaluate_experiment(
+        *experiments[i], chosen[0], o.quick,
+        o.seeds.empty() ? std::vector<std::vector<RunOutput>>{} : chosen);
     rows.insert(rows.end(), r.begin(), r.end());
   }
 
@@ -382,7 +414,7 @@ int run_validate(const ValidateOptions& o) {
   text += "\n\n";
   for (const Experiment* e : experiments)
     text += legend_line(*e, (dir / e->scenario).string(), o.quick ? e->quick_sets : e->full_sets,
-                        o.markdown);
+                        o.markdown, o.bands);
   // Two groups: the published figures that set a cost (goodness of fit) and
   // the others (out of sample), each with its mean absolute errors.
   const std::string bullet = o.markdown ? "- " : "";
@@ -398,6 +430,33 @@ int run_validate(const ValidateOptions& o) {
     text += validate::format_table(group, o.markdown) + "\n";
     text += bullet + (calibration ? "calibration: " : "validation: ") +
             validate::format_summary(validate::summarize(rows, calibration)) + "\n";
+  }
+  if (o.bands) {
+    // Per experiment, each check under every configuration its text leaves
+    // open (the median over the seeds with --seeds), and the band.
+    for (std::size_t i = 0; i < experiments.size(); ++i) {
+      const Experiment& e = *experiments[i];
+      text += "\n";
+      text += o.markdown ? "**Bands of " + e.id + "**\n\n" : "Bands of " + e.id + ":\n";
+      if (e.configurations.empty()) {
+        text += bullet + "its text leaves no set-up open: one configuration\n";
+        continue;
+      }
+      std::vector<std::vector<double>> values;
+      for (const auto& per_config : outputs[i]) {
+        std::vector<std::vector<double>> per_pass;
+        for (const auto& run_outputs : per_config)
+          per_pass.push_back(validate::simulate_checks(e, run_outputs));
+        std::vector<double> median(e.checks.size());
+        for (std::size_t k = 0; k < e.checks.size(); ++k) {
+          std::vector<double> v;
+          for (const auto& pp : per_pass) v.push_back(pp[k]);
+          median[k] = validate::median_of(v);
+        }
+        values.push_back(std::move(median));
+      }
+      text += validate::format_bands(validate::band_rows(e, values), values.size(), o.markdown);
+    }
   }
   text += "\n";
   std::size_t passed = 0;
@@ -645,6 +704,11 @@ Command add_validate_command(CLI::App& app) {
       ->type_name("N,...")
       ->delimiter(',')
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{9000000000000000}));
+  sub->add_flag("--bands", opts->bands,
+                "Also run every set-up that an experiment's published text leaves open (the "
+                "guest's CPU model, the QEMU release, ...; the legend names them c1, c2, ..., c1 "
+                "the scenario's choice) and print per experiment each figure under each, the "
+                "band, and whether the published value lies inside it");
   sub->add_flag("--list", opts->list,
                 "Print each target's source and published figures (value, tolerance) and exit; "
                 "checks the targets file without running");

@@ -192,6 +192,15 @@ struct Check {
   bool gated = true;
 };
 
+// One set-up that a measurement's text leaves open (the guest's CPU model,
+// the QEMU release, ...). The first of Experiment::configurations is the one
+// its scenario chose; validate --bands runs them all.
+struct Configuration {
+  std::string name;               // "-cpu qemu64,+kvm-pv-tlb-flush"
+  std::vector<std::string> sets;  // --set on top of the scenario's (the chosen one: none)
+  std::string evidence;           // why chosen, or why plausible (one line)
+};
+
 struct Experiment {
   std::string id;        // "T1"
   std::string title;     // one line
@@ -201,6 +210,7 @@ struct Experiment {
   std::vector<std::string> full_sets;   // --set for every run of the full validation
   std::vector<std::string> quick_sets;  // --set for every run with --quick
   std::vector<Check> checks;
+  std::vector<Configuration> configurations;  // empty: the text leaves nothing open
 };
 
 struct PublishedTargets;  // published_targets.h
@@ -377,6 +387,46 @@ inline std::vector<Row> evaluate_experiment(
   return rows;
 }
 
+// validate --bands: one check under every configuration of its experiment.
+struct BandRow {
+  std::string experiment, setting, metric, published;
+  std::vector<std::string> values;  // per configuration, the chosen one first
+  std::string band;                 // "min..max" over the configurations
+  std::string published_in_band;    // "yes", "no", or "-" without a published number
+};
+
+// values[c][k]: check k of `e` under configuration c (simulate_checks(), or
+// the median over seeds). NaN values stay out of the band; a band with no
+// number is "n/a".
+inline std::vector<BandRow> band_rows(const Experiment& e,
+                                      const std::vector<std::vector<double>>& values) {
+  std::vector<BandRow> rows;
+  for (std::size_t k = 0; k < e.checks.size(); ++k) {
+    const Check& c = e.checks[k];
+    BandRow r;
+    r.experiment = e.id;
+    r.setting = setting_label(e, c);
+    r.metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
+    r.published = std::isnan(c.published) ? "-" : format_number(c.published, c.decimals);
+    double lo = kNaN;
+    double hi = kNaN;
+    for (const auto& per_config : values) {
+      const double v = per_config.at(k);
+      r.values.push_back(format_number(v, c.decimals));
+      if (std::isnan(v)) continue;
+      lo = std::isnan(lo) ? v : std::min(lo, v);
+      hi = std::isnan(hi) ? v : std::max(hi, v);
+    }
+    r.band = std::isnan(lo) ? "n/a"
+                            : format_number(lo, c.decimals) + ".." + format_number(hi, c.decimals);
+    r.published_in_band = std::isnan(c.published) || std::isnan(lo)  ? "-"
+                          : (c.published >= lo && c.published <= hi) ? "yes"
+                                                                     : "no";
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 // A cost distribution's text with every duration scaled by `factor`
 // ("normal(450ns, 40ns, min=330ns)" x1.1 -> "normal(495ns, 44ns, min=363ns)").
 // Numbers with a unit (ns, us, ms, s, cyc) scale; bare numbers are weights,
@@ -520,6 +570,28 @@ inline std::string format_table(const std::vector<Row>& rows, bool markdown) {
     cells.push_back({r.experiment, r.setting, r.metric, r.published, r.simulated, r.error,
                      r.tolerance, r.pass ? "yes" : "no"});
     if (seeds) cells.back().push_back(r.seed_spread.empty() ? "-" : r.seed_spread);
+  }
+  return render_cells(cells, right, markdown);
+}
+
+// The --bands table of one experiment: a column per configuration (named
+// in the legend as c1, c2, ...; c1 is the chosen one).
+inline std::string format_bands(const std::vector<BandRow>& rows, std::size_t configurations,
+                                bool markdown) {
+  std::vector<std::string> header = {"experiment", "switch/setting", "metric", "published"};
+  std::vector<bool> right = {false, false, false, true};
+  for (std::size_t c = 0; c < configurations; ++c) {
+    header.push_back("c" + std::to_string(c + 1) + (c == 0 ? " (chosen)" : ""));
+    right.push_back(true);
+  }
+  header.insert(header.end(), {"band", "published in band"});
+  right.insert(right.end(), {false, false});
+  std::vector<std::vector<std::string>> cells{header};
+  for (const BandRow& r : rows) {
+    std::vector<std::string> row = {r.experiment, r.setting, r.metric, r.published};
+    row.insert(row.end(), r.values.begin(), r.values.end());
+    row.insert(row.end(), {r.band, r.published_in_band});
+    cells.push_back(std::move(row));
   }
   return render_cells(cells, right, markdown);
 }
