@@ -75,9 +75,15 @@ py::list metric_declarations(const std::string& prefix) {
 std::vector<std::tuple<std::string, std::string, std::string>> resolve(
     const std::string& scenario, const std::vector<std::string>& overrides) {
   const auto& reg = model_params();
-  ParamSet set = scenario.empty() ? ParamSet(reg) : load_scenario(reg, scenario, {});
-  apply_overrides(set, overrides);
-  apply_kernel_eras(set);
+  // As the CLI: the file, then the overrides, then the eras and derived
+  // defaults once (an override may be what makes a file's value possible).
+  ParamSet set = ParamSet(reg);
+  if (scenario.empty()) {
+    apply_overrides(set, overrides);
+    apply_kernel_eras(set);
+  } else {
+    set = load_scenario(reg, scenario, overrides);
+  }
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const auto& k : set.keys()) out.emplace_back(k, set.text(k), set.origin(k));
   return out;

@@ -10,13 +10,15 @@ def params():
     Returns:
         pandas.DataFrame: columns key, type, default (a Python value of the parameter's
         type, see :func:`value`), unit, range, min, max, choices, doc, default_text (the
-        default as the CLI prints it); one row per parameter.
+        default as the CLI prints it), kind ("param", "kernel", "version switch": the
+        default follows host.kernel or guest.kernel, "derived": it follows other keys
+        such as vm.cpu_model); one row per parameter.
     """
     df = pd.DataFrame(_kvmsim.param_declarations())
     df["default_text"] = df["default"]
     df["default"] = [value(k, t) for k, t in zip(df["key"], df["default_text"])]
     return df[["key", "type", "default", "unit", "range", "min", "max", "choices", "doc",
-               "default_text"]]
+               "default_text", "kind"]]
 
 
 def value(key, text):

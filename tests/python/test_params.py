@@ -96,3 +96,25 @@ def test_metrics_frame_matches_the_cli_listing_and_finds_a_key(kvmsim_binary):
     one = kvmsim.metrics("vcpu.3.steal_s")
     assert list(one["key"]) == ["vcpu.<n>.steal_s"] and one["unit"].iloc[0] == "s"
     assert set(kvmsim.metrics("halt_poll.")["key"]) >= {"halt_poll.successful", "halt_poll.attempted"}
+
+
+def test_the_cpu_model_derives_the_guests_pv_switches_and_a_true_that_cannot_act_is_an_error():
+    """vm.cpu_model sets the guest's CPUID; the guest.pv_* defaults follow it, and the
+    resolved origin says which rule chose each (docs/model/cpu-model.md)."""
+    t4 = "scenarios/ebizzy_overcommit.yaml"
+    host = kvmsim.resolve(t4, set={}, origins=True).set_index("key")
+    assert host.loc["guest.pv_spinlock", "value"] is True
+    assert host.loc["guest.pv_spinlock", "origin"].endswith("(derived)")
+    named = kvmsim.resolve(t4, set={"vm.cpu_model": "qemu64"}, origins=True).set_index("key")
+    assert named.loc["guest.cpuid.pv_unhalt", "value"] is False
+    assert named.loc["guest.pv_spinlock", "value"] is False
+    assert named.loc["guest.vcpu_is_preempted", "value"] is False
+    assert "kvm_default_props" in named.loc["guest.cpuid.pv_unhalt", "origin"]
+    assert set(kvmsim.params().set_index("key").loc[
+        ["guest.pv_spinlock", "guest.cpuid.pv_tlb_flush"], "kind"]) == {"derived"}
+    with pytest.raises(kvmsim.ScenarioError, match="true cannot act"):
+        kvmsim.resolve(t4, set={"vm.cpu_model": "qemu64", "guest.pv_tlb_flush": True})
+    # An override may be what makes a file's value possible (applied before the rules).
+    ok = kvmsim.resolve(t4, set={"vm.cpu_model": "qemu64", "guest.cpuid.pv_tlb_flush": True,
+                                 "guest.pv_tlb_flush": True})
+    assert ok["guest.pv_tlb_flush"] is True
