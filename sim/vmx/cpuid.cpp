@@ -10,8 +10,9 @@
 //    kvm-pv-unhalt, kvm-pv-tlb-flush or kvm-pv-sched-yield.
 // guest.cpuid.* are the features the guest sees. Their defaults follow from
 // vm.cpu_model and the host; a scenario sets one as `-cpu qemu64,+kvm-pv-unhalt`
-// would. The guest kernel's choices from them are sim/guest/params.cpp's
-// derived keys (kvm_guest_init(), kvm_spinlock_init()).
+// would. The guest kernel's choices from them are the derived keys of
+// sim/guest/kernel/kvm_guest_init.cpp (kvm_guest_init(), kvm_spinlock_init()).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -55,11 +56,17 @@ constexpr KvmFeature kFeatures[] = {
 
 // "2.11" -> {2, 11}; QEMU versions run past 9, so not parse_kernel_version().
 std::optional<std::pair<int, int>> parse_qemu_version(const std::string& text) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(),
+                                   [](char c) { return c == '.' || (c >= '0' && c <= '9'); }))
+    return std::nullopt;
   int major = 0;
   int minor = 0;
+  int patch = 0;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%d.%d%c", &major, &minor, &tail) != 2 || major < 1 || major > 99 ||
-      minor < 0 || minor > 99)
+  const int n = std::sscanf(text.c_str(), "%d.%d.%d%c", &major, &minor, &patch, &tail);
+  const auto dots = std::count(text.begin(), text.end(), '.');
+  if (!((n == 2 && dots == 1) || (n == 3 && dots == 2)) || major < 1 || major > 99 || minor < 0 ||
+      minor > 99 || patch < 0)
     return std::nullopt;
   return std::make_pair(major, minor);
 }
@@ -69,7 +76,7 @@ bool qemu_names(const ParamSet& p, const char* since) {
   if (!have)
     throw ScenarioError(
         fmt::format("{}: key 'vm.qemu_version': '{}' is not a QEMU version "
-                    "(major.minor, e.g. 2.11, 7.2)",
+                    "(major.minor[.patch], e.g. 2.11, 7.2.0)",
                     p.origin("vm.qemu_version"), p.s("vm.qemu_version")));
   return since == nullptr || *have >= *parse_qemu_version(since);
 }
@@ -83,7 +90,9 @@ std::string host_offer_text(const ParamSet& p, const KvmFeature& f) {
                       : fmt::format("kvm.pv_sched_yield={}", p.text("kvm.pv_sched_yield"));
 }
 
-// What the host's KVM offers and QEMU can name: QEMU refuses any other.
+// What the host's KVM offers and QEMU can name. QEMU drops any other with a
+// warning (or refuses it with -cpu ...,enforce); kvmsim refuses it, as
+// enforce does, so that a setting never silently fails to act.
 DerivedValue host_cap(const ParamSet& p, const KvmFeature& f) {
   if (!qemu_names(p, f.qemu_since))
     return {"false", fmt::format("vm.qemu_version={} has no {} (QEMU {})", p.s("vm.qemu_version"),
@@ -129,8 +138,7 @@ void declare_cpuid_params(ParamRegistry& r) {
                fmt::format("The guest's CPUID has {} (QEMU -cpu MODEL,+{}).", f.what,
                            f.qemu_name)});
   r.declare({"guest.cpuid.hint_realtime", ParamType::Bool, "false", "bool", {}, {}, {},
-             "KVM_HINTS_REALTIME (KVM_HINTS_DEDICATED in v4.17; QEMU kvm-hint-dedicated=on, "
-             "never on by default): the VMM promises dedicated pCPUs, and a v4.17+ guest then "
+             "KVM_HINTS_REALTIME (QEMU kvm-hint-dedicated=on, never on by default): the VMM promises dedicated pCPUs, and a v4.17+ guest then "
              "uses no PV spinlocks, PV TLB flush or PV sched yield."});
 }
 

@@ -364,8 +364,8 @@ TEST_CASE("validate --seeds: each row judged on the median over the seeds, with 
 }
 
 TEST_CASE(
-    "validate --bands: each check under every configuration, the band over them and whether the "
-    "published value lies inside",
+    "validate --bands: each check under every configuration, the band over them and the "
+    "configurations within tolerance",
     "[validate-unit]") {
   Check a;
   Experiment e = tx_experiment({"false"}, &a);
@@ -375,17 +375,20 @@ TEST_CASE(
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].values == std::vector<std::string>{"95", "130", "n/a"});
   CHECK(rows[0].band == "95..130");
-  CHECK(rows[0].published_in_band == "yes");
-  rows = band_rows(e, {{101}, {130}});
-  CHECK(rows[0].band == "101..130");
-  CHECK(rows[0].published_in_band == "no");
+  CHECK(rows[0].within == "c1");  // tolerance 10%: 95 in, 130 out
+  // The band spans the published value, yet neither set-up is within.
+  rows = band_rows(e, {{80}, {130}});
+  CHECK(rows[0].band == "80..130");
+  CHECK(rows[0].within == "none");
+  rows = band_rows(e, {{101}, {95}});
+  CHECK(rows[0].within == "c1, c2");
   rows = band_rows(e, {{kNaN}, {kNaN}});
   CHECK(rows[0].band == "n/a");
-  CHECK(rows[0].published_in_band == "-");
+  CHECK(rows[0].within == "none");
   const std::string text = format_bands(band_rows(e, {{95}, {130}}), 2, false);
   CHECK(text.rfind("experiment  switch/setting", 0) == 0);
   CHECK(text.find("c1 (chosen)") != std::string::npos);
-  CHECK(text.find("published in band") != std::string::npos);
+  CHECK(text.find("within tolerance") != std::string::npos);
   CHECK(format_bands(band_rows(e, {{95}, {130}}), 2, true).rfind("| experiment |", 0) == 0);
 }
 

@@ -51,7 +51,7 @@ const std::vector<std::string>& common_keys() {
                                                 "guest.hz",
                                                 "guest.nohz",
                                                 "guest.haltpoll_ns",
-                                                "guest.pv_tlb_flush",
+                                                "vm.cpu_model",
                                                 "sim.max_simulated_s",
                                                 "sim.seed"};
   return keys;

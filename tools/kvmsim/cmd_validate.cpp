@@ -455,7 +455,8 @@ int run_validate(const ValidateOptions& o) {
         }
         values.push_back(std::move(median));
       }
-      text += validate::format_bands(validate::band_rows(e, values), values.size(), o.markdown);
+      text += validate::format_bands(validate::band_rows(e, values, o.quick), values.size(),
+                                     o.markdown);
     }
   }
   text += "\n";
@@ -708,7 +709,7 @@ Command add_validate_command(CLI::App& app) {
                 "Also run every set-up that an experiment's published text leaves open (the "
                 "guest's CPU model, the QEMU release, ...; the legend names them c1, c2, ..., c1 "
                 "the scenario's choice) and print per experiment each figure under each, the "
-                "band, and whether the published value lies inside it");
+                "band, and under which it is within tolerance");
   sub->add_flag("--list", opts->list,
                 "Print each target's source and published figures (value, tolerance) and exit; "
                 "checks the targets file without running");

@@ -392,14 +392,18 @@ struct BandRow {
   std::string experiment, setting, metric, published;
   std::vector<std::string> values;  // per configuration, the chosen one first
   std::string band;                 // "min..max" over the configurations
-  std::string published_in_band;    // "yes", "no", or "-" without a published number
+  std::string within;               // the configurations within tolerance: "c1, c2", "none", "-"
 };
 
 // values[c][k]: check k of `e` under configuration c (simulate_checks(), or
 // the median over seeds). NaN values stay out of the band; a band with no
-// number is "n/a".
+// number is "n/a". `within` names the configurations whose value is within
+// the check's tolerance (the quick one with `quick`): the band is a spread
+// over a few discrete set-ups, not an interval a value between them would
+// be in.
 inline std::vector<BandRow> band_rows(const Experiment& e,
-                                      const std::vector<std::vector<double>>& values) {
+                                      const std::vector<std::vector<double>>& values,
+                                      bool quick = false) {
   std::vector<BandRow> rows;
   for (std::size_t k = 0; k < e.checks.size(); ++k) {
     const Check& c = e.checks[k];
@@ -408,20 +412,22 @@ inline std::vector<BandRow> band_rows(const Experiment& e,
     r.setting = setting_label(e, c);
     r.metric = c.unit.empty() ? c.metric : c.metric + " (" + c.unit + ")";
     r.published = std::isnan(c.published) ? "-" : format_number(c.published, c.decimals);
+    const Tolerance& tol = quick && c.quick_tolerance ? *c.quick_tolerance : c.tolerance;
     double lo = kNaN;
     double hi = kNaN;
-    for (const auto& per_config : values) {
-      const double v = per_config.at(k);
+    std::string within;
+    for (std::size_t ci = 0; ci < values.size(); ++ci) {
+      const double v = values[ci].at(k);
       r.values.push_back(format_number(v, c.decimals));
       if (std::isnan(v)) continue;
+      if (evaluate(tol, c.published, v, c.unit, c.decimals).pass)
+        within += (within.empty() ? "c" : ", c") + std::to_string(ci + 1);
       lo = std::isnan(lo) ? v : std::min(lo, v);
       hi = std::isnan(hi) ? v : std::max(hi, v);
     }
     r.band = std::isnan(lo) ? "n/a"
                             : format_number(lo, c.decimals) + ".." + format_number(hi, c.decimals);
-    r.published_in_band = std::isnan(c.published) || std::isnan(lo)  ? "-"
-                          : (c.published >= lo && c.published <= hi) ? "yes"
-                                                                     : "no";
+    r.within = std::isnan(c.published) ? "-" : within.empty() ? "none" : within;
     rows.push_back(std::move(r));
   }
   return rows;
@@ -584,13 +590,13 @@ inline std::string format_bands(const std::vector<BandRow>& rows, std::size_t co
     header.push_back("c" + std::to_string(c + 1) + (c == 0 ? " (chosen)" : ""));
     right.push_back(true);
   }
-  header.insert(header.end(), {"band", "published in band"});
+  header.insert(header.end(), {"band", "within tolerance"});
   right.insert(right.end(), {false, false});
   std::vector<std::vector<std::string>> cells{header};
   for (const BandRow& r : rows) {
     std::vector<std::string> row = {r.experiment, r.setting, r.metric, r.published};
     row.insert(row.end(), r.values.begin(), r.values.end());
-    row.insert(row.end(), {r.band, r.published_in_band});
+    row.insert(row.end(), {r.band, r.within});
     cells.push_back(std::move(row));
   }
   return render_cells(cells, right, markdown);

@@ -257,7 +257,7 @@ void t4(Experiment& e, Binder& b, const Target&) {
       {"-cpu host",
        {},
        "the PV run needs kvm-pv-tlb-flush, which no named model gets, and the author's 2019 "
-       "runs (PVQ) need PV spinlocks, which only -cpu host gives"},
+       "runs (PVQ) need PV spinlocks, which a named model gets only with +kvm-pv-unhalt"},
       {"-cpu qemu64,+kvm-pv-tlb-flush",
        {"vm.cpu_model=qemu64", "guest.cpuid.pv_tlb_flush=true"},
        "QEMU's default model with the feature the PV run needs: test-and-set spinlocks, no "
@@ -332,14 +332,16 @@ void pvq(Experiment& e, Binder& b, const Target& t) {
   const std::size_t n3r = run(3, kNone, true);
   const std::size_t b3r = run(3, kBoth, true);
   e.quick_sets = {"sim.max_simulated_s=0.2"};
-  // The text names neither the CPU model (PV spinlocks mean -cpu host) nor
-  // the QEMU release: released QEMU of September 2019 was 4.1, which does
-  // not name kvm-pv-sched-yield (4.2).
+  // The text names neither the CPU model (PV spinlocks: -cpu host, or a
+  // named model +kvm-pv-unhalt) nor the QEMU release: released QEMU of
+  // September 2019 was 4.1, which does not name kvm-pv-sched-yield; the
+  // author's own QEMU patch naming it (b896c4b50d, 2019-07) was in QEMU
+  // master, released in 4.2.
   e.configurations = {
-      {"-cpu host, QEMU 4.2+",
+      {"-cpu host, QEMU master of 2019 (4.2)",
        {},
-       "the revert measured changes pv_wait_early(), which runs only with PV spinlocks "
-       "(kvm-pv-unhalt: -cpu host); the QEMU release is not stated"},
+       "the revert measured changes pv_wait_early(), which runs only with PV spinlocks; the "
+       "author's QEMU master had his kvm-pv-sched-yield patch (the release is not stated)"},
       {"-cpu host, QEMU 4.1",
        {"vm.qemu_version=4.1"},
        "the last QEMU released before the measurement (2019-09): no kvm-pv-sched-yield, so no "

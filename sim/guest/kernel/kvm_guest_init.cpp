@@ -43,8 +43,8 @@ std::string cpuid_text(const ParamSet& p, const char* key) {
 }
 
 bool hint_realtime(const ParamSet& p) {
-  // v4.17 (KVM_HINTS_DEDICATED, renamed KVM_HINTS_REALTIME in v4.18): the
-  // guest reads the hint only from then on.
+  // v4.17 (KVM_HINTS_REALTIME; called KVM_HINTS_DEDICATED during the 4.17
+  // release candidates): the guest reads the hint only from then on.
   return kernel_at_least(p, "guest.kernel", "4.17") && p.b("guest.cpuid.hint_realtime");
 }
 
@@ -65,11 +65,17 @@ DerivedValue vcpu_is_preempted(const ParamSet& p) {
     return {"false", "no steal-time area (" + cpuid_text(p, "guest.cpuid.steal_time") + ")"};
   // Until ~v5.18 kvm_spinlock_init() installed it, after its own checks;
   // from then kvm_guest_init() does, with STEAL_TIME alone.
-  if (!kernel_at_least(p, "guest.kernel", "5.18")) {
-    const DerivedValue lock = pv_spinlock(p);
-    if (lock.value == "false")
-      return {"false",
-              "installed by kvm_spinlock_init() after its checks, which failed: " + lock.why};
+  if (!kernel_at_least(p, "guest.kernel", "5.18") && !p.b("guest.pv_spinlock")) {
+    // The resolved switch: nopvspin or a kernel without PV spinlocks leaves
+    // the native `false` as much as a missing PV_UNHALT does.
+    static constexpr std::string_view kDerived = " (derived)";
+    std::string why = p.origin("guest.pv_spinlock");
+    if (why.size() > kDerived.size() &&
+        why.compare(why.size() - kDerived.size(), kDerived.size(), kDerived) == 0)
+      why.resize(why.size() - kDerived.size());
+    else
+      why = "guest.pv_spinlock=false, set at " + why;
+    return {"false", "installed by kvm_spinlock_init() only with PV spinlocks (" + why + ")"};
   }
   return {"true", "__kvm_vcpu_is_preempted() with KVM_FEATURE_STEAL_TIME"};
 }
@@ -101,15 +107,19 @@ DerivedValue pv_sched_yield(const ParamSet& p) {
 }
 
 // virt_spin_lock_key: the test-and-set fallback of a guest without PV
-// spinlocks. v4.17-v5.8 kvm_smp_prepare_cpus() and v5.9+
-// kvm_spinlock_init() turn it off for KVM_HINTS_REALTIME (v5.9+ also for
-// one CPU and nopvspin, and once PV locks are in; not for a missing
-// PV_UNHALT, so a qemu64 guest keeps it).
+// spinlocks. v4.17-v5.8: kvm_smp_prepare_cpus() turns it off for
+// KVM_HINTS_REALTIME. v5.9+: kvm_spinlock_init() returns without touching it
+// when PV_UNHALT is missing (a qemu64 guest keeps it, hint or not), and
+// otherwise always turns it off (REALTIME, one CPU, nopvspin, or PV locks
+// installed).
 DerivedValue virt_spin_lock(const ParamSet& p) {
+  if (kernel_at_least(p, "guest.kernel", "5.9")) {
+    if (!p.b("guest.cpuid.pv_unhalt"))
+      return {"true", "kvm_spinlock_init() returns before the key: no KVM_FEATURE_PV_UNHALT"};
+    return {"false", "kvm_spinlock_init() turns virt_spin_lock_key off (PV_UNHALT present)"};
+  }
   if (hint_realtime(p))
     return {"false", "virt_spin_lock_key off: KVM_HINTS_REALTIME (guest.cpuid.hint_realtime)"};
-  if (kernel_at_least(p, "guest.kernel", "5.9") && p.i("vm.vcpus") == 1)
-    return {"false", "virt_spin_lock_key off: one possible CPU (vm.vcpus=1)"};
   return {"true", "X86_FEATURE_HYPERVISOR: virt_spin_lock_key stays on"};
 }
 
@@ -137,14 +147,15 @@ void declare_kvm_guest_rules(ParamRegistry& r) {
            "true with guest.cpuid.pv_unhalt, unless a v4.17+ guest sees "
            "guest.cpuid.hint_realtime or a v4.19+ guest has one vCPU",
            pv_spinlock);
-  set_rule(r, "guest.virt_spin_lock", {"guest.cpuid.hint_realtime", "guest.kernel", "vm.vcpus"},
-           "true, unless a v4.17+ guest sees guest.cpuid.hint_realtime or a v5.9+ guest has "
-           "one vCPU",
+  set_rule(r, "guest.virt_spin_lock",
+           {"guest.cpuid.hint_realtime", "guest.cpuid.pv_unhalt", "guest.kernel"},
+           "true, unless a v4.17-v5.8 guest sees guest.cpuid.hint_realtime; a v5.9+ guest keeps "
+           "it only without guest.cpuid.pv_unhalt",
            virt_spin_lock);
   set_rule(r, "guest.vcpu_is_preempted",
            {"guest.cpuid.steal_time", "guest.pv_spinlock", "guest.kernel"},
-           "true with guest.cpuid.steal_time; before v5.18 also only where kvm_spinlock_init() "
-           "installed PV spinlocks (guest.cpuid.pv_unhalt, ...)",
+           "true with guest.cpuid.steal_time; before v5.18 also only with guest.pv_spinlock "
+           "(kvm_spinlock_init() installed it)",
            vcpu_is_preempted);
   set_rule(r, "guest.pv_tlb_flush",
            {"guest.kernel", "guest.cpuid.pv_tlb_flush", "guest.cpuid.steal_time",
@@ -153,7 +164,8 @@ void declare_kvm_guest_rules(ParamRegistry& r) {
            "unless a v4.17+ guest sees guest.cpuid.hint_realtime",
            pv_tlb_flush);
   set_rule(r, "guest.pv_sched_yield",
-           {"guest.kernel", "guest.cpuid.pv_sched_yield", "guest.cpuid.hint_realtime"},
+           {"guest.kernel", "guest.cpuid.pv_sched_yield", "guest.cpuid.steal_time",
+            "guest.cpuid.hint_realtime"},
            "true for a v5.3+ guest with guest.cpuid.pv_sched_yield and guest.cpuid.steal_time, "
            "unless it sees guest.cpuid.hint_realtime",
            pv_sched_yield);

@@ -107,6 +107,20 @@ TEST_CASE(
   const ParamSet old = resolved(
       {{"guest.kernel", "4.16"}, {"guest.cpuid.hint_realtime", "true"}, {"vm.vcpus", "4"}});
   CHECK(old.b("guest.pv_spinlock"));  // a v4.16 guest does not read the hint
+  // v5.9+: without PV_UNHALT kvm_spinlock_init() returns before turning the
+  // test-and-set key off, hint or not; with it the key is always off.
+  const ParamSet q510 = resolved({{"guest.kernel", "5.10"},
+                                  {"vm.cpu_model", "qemu64"},
+                                  {"guest.cpuid.hint_realtime", "true"}});
+  CHECK(q510.b("guest.virt_spin_lock"));
+  CHECK_FALSE(resolved({{"guest.kernel", "5.10"}, {"guest.pv_spinlock", "false"}})
+                  .b("guest.virt_spin_lock"));
+  // Before v5.18 vcpu_is_preempted() came with the PV lock: nopvspin drops it.
+  CHECK_FALSE(
+      resolved({{"guest.kernel", "4.16"}, {"host.kernel", "4.16"}, {"guest.pv_spinlock", "false"}})
+          .b("guest.vcpu_is_preempted"));
+  CHECK(resolved({{"vm.qemu_version", "7.2.0"}}).b("guest.cpuid.pv_tlb_flush"));
+  CHECK_THAT(error_of({{"vm.qemu_version", "2.11x"}}), Contains("is not a QEMU version"));
   // A v4.19+ guest with one possible CPU needs no PV lock.
   CHECK_FALSE(resolved({{"guest.kernel", "4.19"}, {"vm.vcpus", "1"}}).b("guest.pv_spinlock"));
 }
