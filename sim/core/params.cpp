@@ -461,6 +461,19 @@ bool kernel_at_least(const ParamSet& set, std::string_view key, const char* vers
   return compare_kernel_versions(*have, *want) >= 0;
 }
 
+namespace {
+constexpr std::string_view kDerivedSuffix = " (derived)";
+}  // namespace
+
+std::string derived_origin(const std::string& why) { return why + std::string(kDerivedSuffix); }
+
+std::optional<std::string> derived_why(const std::string& origin) {
+  const std::size_t n = kDerivedSuffix.size();
+  if (origin.size() <= n || origin.compare(origin.size() - n, n, kDerivedSuffix) != 0)
+    return std::nullopt;
+  return origin.substr(0, origin.size() - n);
+}
+
 std::string era_origin(const std::string& era_key, const std::string& version) {
   return fmt::format("{}={} (era)", era_key, version);
 }
@@ -484,16 +497,12 @@ void apply_kernel_eras(ParamSet& set) {
     set.set_text(d.key, era_row(d, *parse_kernel_version(version)).value,
                  era_origin(d.era_key, version));
   }
-  static constexpr std::string_view kDerived = " (derived)";
   for (const std::size_t k : reg.derived_order()) {
     const ParamDecl& d = reg.all()[k];
     const std::string origin = set.origin(d.key);
     const DerivedValue v = d.derived->rule(set);
-    const bool derived_before =
-        origin.size() > kDerived.size() &&
-        origin.compare(origin.size() - kDerived.size(), kDerived.size(), kDerived) == 0;
-    if (origin == "default" || derived_before) {
-      set.set_text(d.key, v.value, v.why + std::string(kDerived));
+    if (origin == "default" || derived_why(origin)) {
+      set.set_text(d.key, v.value, derived_origin(v.why));
     } else if (d.derived->cap && set.b(d.key)) {
       const DerivedValue cap = d.derived->cap(set);
       if (cap.value == "false")

@@ -194,6 +194,10 @@ bool kernel_at_least(const ParamSet& set, std::string_view key, const char* vers
 
 // Origin text of a value a kernel era chose: "host.kernel=5.4 (era)".
 std::string era_origin(const std::string& era_key, const std::string& version);
+// Origin text of a value a derived default's rule chose: "<why> (derived)";
+// derived_why() gives the why back, nullopt for any other origin.
+std::string derived_origin(const std::string& why);
+std::optional<std::string> derived_why(const std::string& origin);
 // Sets every version switch that no file or --set chose (origin "default",
 // or an earlier era's) to the row of its kernel key's current value, then
 // every derived key nobody chose to its rule's value (origin "<why>

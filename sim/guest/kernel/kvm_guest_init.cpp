@@ -19,7 +19,6 @@
 // without the series), and an explicit true the CPUID does not allow is an
 // error.
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,16 +28,12 @@
 namespace kvmsim {
 namespace {
 
-// "guest.cpuid.pv_unhalt=false: vm.cpu_model=qemu64 has no kvm-pv-unhalt
+// A switch and why it holds its value: "guest.cpuid.pv_unhalt=false:
+// vm.cpu_model=qemu64 has no kvm-pv-unhalt
 // (...)" or "guest.cpuid.pv_unhalt=false, set at file.yaml:12".
 std::string cpuid_text(const ParamSet& p, const char* key) {
-  static constexpr std::string_view kDerived = " (derived)";
-  std::string origin = p.origin(key);
-  if (origin.size() > kDerived.size() &&
-      origin.compare(origin.size() - kDerived.size(), kDerived.size(), kDerived) == 0) {
-    origin.resize(origin.size() - kDerived.size());
-    return fmt::format("{}={}: {}", key, p.text(key), origin);
-  }
+  const std::string origin = p.origin(key);
+  if (const auto why = derived_why(origin)) return fmt::format("{}={}: {}", key, p.text(key), *why);
   return fmt::format("{}={}, set at {}", key, p.text(key), origin);
 }
 
@@ -68,14 +63,8 @@ DerivedValue vcpu_is_preempted(const ParamSet& p) {
   if (!kernel_at_least(p, "guest.kernel", "5.18") && !p.b("guest.pv_spinlock")) {
     // The resolved switch: nopvspin or a kernel without PV spinlocks leaves
     // the native `false` as much as a missing PV_UNHALT does.
-    static constexpr std::string_view kDerived = " (derived)";
-    std::string why = p.origin("guest.pv_spinlock");
-    if (why.size() > kDerived.size() &&
-        why.compare(why.size() - kDerived.size(), kDerived.size(), kDerived) == 0)
-      why.resize(why.size() - kDerived.size());
-    else
-      why = "guest.pv_spinlock=false, set at " + why;
-    return {"false", "installed by kvm_spinlock_init() only with PV spinlocks (" + why + ")"};
+    return {"false", "installed by kvm_spinlock_init() only with PV spinlocks (" +
+                         cpuid_text(p, "guest.pv_spinlock") + ")"};
   }
   return {"true", "__kvm_vcpu_is_preempted() with KVM_FEATURE_STEAL_TIME"};
 }
