@@ -27,7 +27,7 @@ void declare_guest_params(ParamRegistry& r) {
              "sim/guest/kernel/spinlock.h): waiters halt after SPIN_THRESHOLD loops and the "
              "unlock kicks them with KVM_HC_KICK_CPU; false = native qspinlock (nopvspin, or a "
              "guest without CONFIG_PARAVIRT_SPINLOCKS). Only workloads with guest spinlocks use "
-             "it (ebizzy.lock_sections)."});
+             "it (ebizzy.lru_lock)."});
   r.declare({"guest.vcpu_is_preempted", ParamType::Bool, "true", "bool", {}, {}, {},
              "The guest's vcpu_is_preempted() is __kvm_vcpu_is_preempted() (the steal-time "
              "`preempted` byte): rwsem spin-on-owner stops spinning on a preempted owner, "
@@ -43,6 +43,10 @@ void declare_guest_params(ParamRegistry& r) {
              "(vcpu_is_preempted()), not only one whose predecessor halted: v4.11 "
              "(75437bb304b2) to v5.3; reverted by 89340d0935c9 (2019) after ebizzy -M under "
              "over-commit lost 7-8x with it."});
+  r.declare({"guest.zap_page_range_flush_vma", ParamType::Bool, "false", "bool", {}, {}, {},
+             "zap_page_range() (madvise(MADV_DONTNEED)) flushes each VMA's range with "
+             "flush_tlb_range() before tlb_finish_mmu() flushes again: two remote flushes per "
+             "call (4647706ebeee, v4.14 to v4.18; reverted by 50c150f26261 in v4.19)."});
   r.declare({"guest.pv_spinlock_loop_cycles", ParamType::Int, "15", "cycles", 1, 100000, {},
              "Host cycles of one turn of the PV qspinlock's spin loops (a load and cpu_relax(): "
              "PAUSE is ~10 cycles up to Broadwell, ~140 from Skylake per Intel's optimization "
@@ -245,6 +249,12 @@ void declare_guest_eras(ParamRegistry& r) {
               {"4.11", "true", "75437bb304b2 locking/pvqspinlock: Don't wait if vCPU is preempted"},
               {"5.4", "false",
                "89340d0935c9 reverts it (2019-09; also in that autumn's stable releases)"}});
+  r.set_eras("guest.zap_page_range_flush_vma", "guest.kernel",
+             {{"3.10", "false", "zap_page_range(): tlb_finish_mmu() flushes once"},
+              {"4.14", "true",
+               "4647706ebeee mm: always flush VMA ranges affected by zap_page_range (2017-09)"},
+              {"4.19", "false",
+               "50c150f26261 reverts it (2018-08): 99baac21e458's mmu_gather flush covers it"}});
   r.set_eras(
       "guest.clockevent_shutdown", "guest.kernel",
       {{"3.10", "none", "no set_state_oneshot_stopped for the LAPIC clockevent"},

@@ -152,7 +152,7 @@ TEST_CASE(
   // The flush path alone (no lru_lock sections: their PV-lock halts and
   // wake-ups spread the vruntimes that the buddy check below compares).
   const std::string s =
-      kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 --set ebizzy.lock_sections=0 ";
+      kT4 + "--set sim.max_simulated_s=0.5 --set vm.vcpus=16 --set ebizzy.lru_lock=false ";
   const auto off = run_metrics("tlb-ple-off", s + "--set kvm.ple_gap=0");
   const auto on = run_metrics("tlb-ple-on", s);  // the scenario: v4.16's ple_gap 128
   // Off (kvm.ple_gap 0): no PAUSE exits at all.
@@ -233,11 +233,45 @@ TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never bl
   CHECK(metric(r, "mmap_sem.write_acquires") == 0);
   CHECK(metric(r, "mmap_sem.read_contended") == 0);
   CHECK(metric(r, "mmap_sem.read_sleeps") == 0);
-  // Two read holds per record (the faults, the madvise), plus those in flight.
-  CHECK(metric(r, "mmap_sem.read_acquires") >= 2 * metric(r, "ebizzy.vm0.records"));
-  CHECK(metric(r, "mmap_sem.read_acquires") <=
-        2 * metric(r, "ebizzy.vm0.records") + 2 * metric(r, "ebizzy.threads"));
+  // Read holds per record: one per group of faults up to a pagevec drain
+  // (96 faults in at least ceil(96 / 15) = 7 groups; more where the other
+  // thread on the vCPU filled part of the pagevec) and the madvise; plus
+  // those of the records in flight at the end.
+  const double records = metric(r, "ebizzy.vm0.records");
+  CHECK(metric(r, "mmap_sem.read_acquires") >= 8 * records);
+  CHECK(metric(r, "mmap_sem.read_acquires") <= 9 * records + 9 * metric(r, "ebizzy.threads"));
   CHECK(metric(r, "invariants.violations") == 0);
+}
+
+// The record's kernel path (sim/guest/workloads/ebizzy_workload.cpp): with
+// -M glibc's heap_trim() keeps M_TOP_PAD (128 KiB) of the freed copy, so a
+// record re-faults 96 of its 128 pages (64 with a 256 KiB pad); -m faults all
+// 128. A v4.16 guest's zap_page_range() flushes twice (4647706ebeee), a
+// v4.19 guest's once (50c150f26261), and munmap() once in any era. Without
+// over-commit every flush has the other 7 vCPUs as targets.
+TEST_CASE("ebizzy record: faults per record follow M_TOP_PAD, flushes per record the guest's era",
+          "[cli][tlb]") {
+  const std::string s = kT4 + "--set sim.max_simulated_s=0.1 ";
+  // `key` counts `n` per finished record, plus at most `n` for each thread's
+  // record in flight at the end.
+  const auto per_record = [](const nlohmann::json& m, const char* key, double n) {
+    const double records = metric(m, "ebizzy.vm0.records");
+    INFO(key << " " << metric(m, key) << " over " << records << " records");
+    CHECK(metric(m, key) >= n * records);
+    CHECK(metric(m, key) <= n * (records + metric(m, "ebizzy.threads")));
+  };
+  const auto m416 = run_metrics("record-416", s);
+  per_record(m416, "ebizzy.page_faults", 96);
+  per_record(m416, "tlb.flushes", 2);
+  const auto m419 = run_metrics("record-419", s + "--set guest.kernel=4.19");
+  per_record(m419, "ebizzy.page_faults", 96);
+  per_record(m419, "tlb.flushes", 1);
+  const auto pad = run_metrics("record-pad", s + "--set ebizzy.malloc_top_pad_kib=256");
+  per_record(pad, "ebizzy.page_faults", 64);
+  const auto mm = run_metrics("record-mmap", s + "--set ebizzy.alloc=mmap");
+  per_record(mm, "ebizzy.page_faults", 128);
+  per_record(mm, "tlb.flushes", 1);
+  for (const auto* m : {&m416, &m419, &pad, &mm}) CHECK(metric(*m, "invariants.violations") == 0);
 }
 
 TEST_CASE(
@@ -281,17 +315,24 @@ TEST_CASE("ebizzy -m with PV flush and host hogs: no flush is lost under mmap_se
   CHECK(metric(r, "mmap_sem.write_acquires") > 0);
 }
 
-// ebizzy.lock_sections (sim/guest/kernel/spinlock.h): the record's lru_lock
-// sections (13 by default, IRQs off). Without over-commit no holder is ever
-// preempted and no waiter halts; 0 sections: no ebizzy.lock.* metric.
+// ebizzy.lru_lock (sim/guest/kernel/spinlock.h): the record's lru_lock
+// sections where v4.16 takes them (-M: 7 pagevec drains and 4 release_pages()
+// batches, IRQs off). Without over-commit no holder is ever preempted and no
+// waiter halts; ebizzy.lru_lock=false: no ebizzy.lock.* metric.
 TEST_CASE("ebizzy lock sections: no holder preemption and no PV halt without over-commit",
           "[cli][tlb]") {
   const auto off =
-      run_metrics("lock-off-8", kT4 + "--set ebizzy.lock_sections=0 --set sim.max_simulated_s=0.2");
+      run_metrics("lock-off-8", kT4 + "--set ebizzy.lru_lock=false --set sim.max_simulated_s=0.2");
   CHECK(off.find("ebizzy.lock.acquires") == off.end());
   const auto r8 = run_metrics("lock-8", kT4 + "--set sim.max_simulated_s=0.2");
   CHECK(metric(r8, "invariants.violations") == 0);
-  CHECK(metric(r8, "ebizzy.lock.acquires") >= 13 * metric(r8, "ebizzy.vm0.records"));
+  // 96 faults fill ceil(96 / 15) = 7 pagevecs (the last drained by the
+  // madvise), and release_pages() of 8 + 88 pages takes the lock 1 + 3 times.
+  // The two threads of a vCPU share its pagevec, so a drain may fall in
+  // either's record: 11 per record on average.
+  const double per_record = metric(r8, "ebizzy.lock.acquires") / metric(r8, "ebizzy.vm0.records");
+  CHECK(per_record > 10.5);
+  CHECK(per_record < 11.5);
   CHECK(metric(r8, "ebizzy.lock.contended") > 0);
   CHECK(metric(r8, "ebizzy.lock.hold_preempted") == 0);
   CHECK(metric(r8, "ebizzy.lock.wait_off_cpu_s") == 0);
@@ -305,18 +346,17 @@ TEST_CASE("ebizzy lock sections: no holder preemption and no PV halt without ove
   CHECK(metric(r8, "ebizzy.lock.free_halted_head_s") == 0);
 }
 
-// The fair queued (MCS) lock of the session-3 experiment (16 sections of
-// 2 us, no PV halting): with 16 vCPUs on 8 pCPUs holders and queue heads
-// are preempted, the waiters spin on them (lock-holder / lock-waiter
-// preemption), and the PV-flush run loses records to it.
+// The fair queued (MCS) lock with 2 us sections (no PV halting): with 16 vCPUs on 8 pCPUs holders
+// and queue heads are preempted, the waiters spin on them (lock-holder / lock-waiter preemption),
+// and the PV-flush run loses records to it.
 TEST_CASE("queued spinlock: holders are preempted under over-commit, and PV pays for it",
           "[cli][tlb]") {
   const std::string mcs =
       "--set guest.pv_spinlock=false --set guest.virt_spin_lock=false "
-      "--set ebizzy.lock_sections=16 --set cost.ebizzy.lock_hold=2us ";
+      "--set cost.ebizzy.lock_hold=2us ";
   const std::string pv16 =
       "--set vm.vcpus=16 --set guest.pv_tlb_flush=true --set sim.max_simulated_s=0.5 ";
-  const auto base = run_metrics("mcs-pv16-off", kT4 + pv16 + "--set ebizzy.lock_sections=0");
+  const auto base = run_metrics("mcs-pv16-off", kT4 + pv16 + "--set ebizzy.lru_lock=false");
   const auto r16 = run_metrics("mcs-pv16", kT4 + mcs + pv16);
   CHECK(metric(r16, "invariants.violations") == 0);
   CHECK(metric(r16, "ebizzy.lock.hold_preempted") > 0);
@@ -398,7 +438,7 @@ TEST_CASE("native flush waits longer when its targets wait for a lock with IRQs 
           "[cli][tlb]") {
   const std::string n16 = "--set vm.vcpus=16 --set sim.max_simulated_s=0.5 ";
   const auto with = run_metrics("irqoff-16", kT4 + n16);
-  const auto without = run_metrics("irqoff-16-none", kT4 + n16 + "--set ebizzy.lock_sections=0");
+  const auto without = run_metrics("irqoff-16-none", kT4 + n16 + "--set ebizzy.lru_lock=false");
   CHECK(metric(with, "invariants.violations") == 0);
   INFO("flush wait with lock sections " << metric(with, "tlb.wait_avg_us") << " us, without "
                                         << metric(without, "tlb.wait_avg_us") << " us");
@@ -497,8 +537,10 @@ TEST_CASE(
   const double n = metric(native, "ebizzy.flush_wait_on_cpu_share");
   const double p = metric(pv, "ebizzy.flush_wait_on_cpu_share");
   INFO("on-CPU flush wait share: native " << n << ", PV " << p);
+  // Most, not all: the model's share (~0.9 with the record's kernel path)
+  // is above the published 0.72; validate T4L reports the difference.
   CHECK(n > 0.5);
-  CHECK(n < 0.9);
+  CHECK(n < 0.95);
   CHECK(p < 0.1);
   // The share is the on-CPU part of the wait over the vCPU threads' CPU time.
   double run = 0;

@@ -1,37 +1,51 @@
 // workload.type: ebizzy — ebizzy in every VM (one process per VM, its
-// threads on the VM's vCPUs). search_mem() of ebizzy 0.3, per record: pick
-// one of the `chunks` (10) source chunks, alloc_mem(chunk_size: 512 KiB),
-// memcpy() into it (its page faults), bsearch() a random key, free_mem().
-// How the copy is allocated and freed is ebizzy.alloc:
-//  - "malloc" (-M, "never use mmap": mallopt(M_MMAP_MAX, 0)): malloc() and
-//    free() in the thread's glibc arena. Freeing the 512 KiB copy merges it
-//    into the top chunk and heap_trim() -> shrink_heap() gives it back with
-//    madvise(MADV_DONTNEED), which v4.16 runs under down_read(mmap_sem)
-//    (madvise_need_mmap_write() is false for it): zap_page_range() ->
-//    tlb_finish_mmu() -> flush_tlb_mm_range(). The next malloc() reuses the
-//    top (heap already mprotect'ed), and its page faults take mmap_sem for
-//    read. So -M takes mmap_sem only shared: it never blocks.
+// threads on the VM's vCPUs). search_mem() of ebizzy 0.3, per record:
+// alloc_mem(chunk_size: 512 KiB = 128 pages), memcpy() a source chunk into
+// it, bsearch() a key, free_mem(). Each worker thread has its own glibc
+// arena (arena_get2() makes a new one while there are fewer than 8 x cores),
+// so its copy lives in its own mmap'ed heap with its own PTE page. How the
+// copy is allocated and freed is ebizzy.alloc:
+//  - "malloc" (-M, "never use mmap": mallopt(M_MMAP_MAX, 0), which also
+//    freezes the dynamic thresholds): free() merges the copy into the top
+//    chunk and heap_trim() -> shrink_heap() gives back all but M_TOP_PAD
+//    (ebizzy.malloc_top_pad_kib) with madvise(MADV_DONTNEED), under
+//    down_read(mmap_sem) (madvise_need_mmap_write() is false for it). The
+//    next malloc() regrows the heap without a syscall (within
+//    mprotect_size), and the memcpy() re-faults the trimmed pages: 96 of
+//    128 by default. So -M takes mmap_sem only shared: it never blocks.
 //  - "mmap" (-m): mmap() and munmap() of the copy, each under
-//    down_write(mmap_sem); munmap()'s do_munmap() -> unmap_region() ->
-//    tlb_finish_mmu() flushes with the write lock held, and the faults of
-//    the next copies (down_read) and the other threads' mmap()/munmap()
-//    wait for it (sim/guest/kernel/rwsem.h: spin on a running writer, sleep when
-//    its vCPU is preempted or readers hold it).
-// The remote flush goes to every other CPU that runs a thread of the
-// process (sim/guest/kernel/tlb_flush.h), natively or paravirtually
-// (guest.pv_tlb_flush). ebizzy prints records/s: the records of all threads
-// over the run (sim.max_simulated_s, ebizzy -S).
+//    down_write(mmap_sem); all 128 pages fault, each fault under down_read.
+// The kernel path of one record (v4.16, 4 KiB pages), as the thread runs it:
+//  1. -m: mmap() under the write lock (cost.ebizzy.mmap).
+//  2. memcpy(): user copy of the resident pages, then per group of faults
+//     (up to the per-CPU LRU pagevec's 15 free slots): __do_page_fault()
+//     under down_read(mmap_sem) -> do_anonymous_page() (page from the
+//     per-CPU lists, clear_page(), memcg charge, rmap, PTE; no exit under
+//     EPT): cost.guest.page_fault_anon per page, in kernel mode; a full
+//     pagevec is drained by __pagevec_lru_add() under pgdat->lru_lock
+//     (spin_lock_irqsave); then the user copy of those pages. bsearch().
+//  3. free(): madvise(MADV_DONTNEED) -> zap_page_range() (-M) or munmap()
+//     -> unmap_region() (-m): lru_add_drain() of this CPU's pagevec (one
+//     lru_lock section if it holds pages), the PTE zap (cost.ebizzy.munmap),
+//     on v4.14-v4.18 guests zap_page_range()'s extra flush_tlb_range()
+//     (guest.zap_page_range_flush_vma; -M only), tlb_finish_mmu()'s
+//     flush_tlb_mm_range(), then tlb_flush_mmu_free() -> release_pages()
+//     per mmu_gather batch (8 inline pages, then the rest), lru_lock taken
+//     once per SWAP_CLUSTER_MAX (32) pages. Both flushes are full (more than
+//     tlb_single_page_flush_ceiling, 33 pages) and go to every other CPU of
+//     the process (sim/guest/kernel/tlb_flush.h), natively or
+//     paravirtually (guest.pv_tlb_flush).
+// -M per record: 96 faults, 7 + 4 = 11 lru_lock sections, 2 flushes (v4.16).
+// zone->lock is left out: the per-CPU page lists (batch 31, high 186)
+// absorb a record's allocations and frees in steady state. The PTE lock is
+// the thread's own (uncontended) and is left out too.
 //
-// What a record costs apart from the flush and the lock is one
-// cost.ebizzy.record (the page faults, copy and search, in the guest), one
-// cost.ebizzy.munmap (zap_page_range() and the page freeing around the
-// flush) and, with -m, one cost.ebizzy.mmap. The faults of one record take
-// mmap_sem for read once, at the start of the copy (the first fault waits
-// for a writer; the read holds of the single faults are short enough to
-// leave out). The threads are SCHED_NORMAL: with more threads than vCPUs
-// (ebizzy's default -t is 2 x online CPUs) the guest's CFS time-slices them
-// at the tick. Not modelled: guest load balancing (thread i stays on vCPU
-// i mod vm.vcpus, which is where an even balance puts them).
+// ebizzy prints records/s: the records of all threads over the run
+// (sim.max_simulated_s, ebizzy -S). The threads are SCHED_NORMAL: with more
+// threads than vCPUs (ebizzy's default -t is 2 x online CPUs) the guest's
+// CFS time-slices them at the tick. Not modelled: guest load balancing
+// (thread i stays on vCPU i mod vm.vcpus, which is where an even balance
+// puts them).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,6 +63,15 @@
 namespace kvmsim {
 namespace {
 
+// ebizzy 0.3 read_options(): chunk_size = record_size (8) * 64 * 1024.
+constexpr int kChunkPages = 512 / 4;
+// include/linux/pagevec.h PAGEVEC_SIZE (v4.16): the per-CPU lru_add_pvec.
+constexpr int kPagevecSize = 15;
+// release_pages() drops lru_lock every SWAP_CLUSTER_MAX pages.
+constexpr int kSwapClusterMax = 32;
+// asm-generic/tlb.h MMU_GATHER_BUNDLE: pages in the mmu_gather's inline batch.
+constexpr int kMmuGatherBundle = 8;
+
 // clang-format off
 void declare_ebizzy_params(ParamRegistry& r) {
   r.declare({"ebizzy.threads", ParamType::Int, "0", "count", 0, 256, {},
@@ -61,60 +84,71 @@ void declare_ebizzy_params(ParamRegistry& r) {
              "start in lock step on every pCPU at t = 0 (a host that has run for a while has no "
              "common phase); 0 = all threads start at once. Counted in the run's time."});
   r.declare({"cost.ebizzy.record", ParamType::Dist, "750us", "time", {}, {}, {},
-             "One ebizzy record without its munmap: mmap() of a chunk, the page faults of "
-             "touching it, memcpy() and the search (ebizzy defaults: 512 KiB chunks). The "
-             "platform file says which figure sets it."});
+             "One ebizzy record's work apart from the free (madvise or munmap) and the lru_lock "
+             "sections: malloc(), memcpy() of the 512 KiB chunk with its page faults, bsearch(). "
+             "The faults' part (the re-faulted pages x cost.guest.page_fault_anon) runs in guest "
+             "kernel mode, the rest in user mode. The platform file says which figure sets it."});
+  r.declare({"cost.guest.page_fault_anon", ParamType::Dist, "1us", "time", {}, {}, {},
+             "One anonymous write page fault of a present VMA in the guest (__do_page_fault() -> "
+             "do_anonymous_page(): a page from the per-CPU lists, clear_page() of 4 KiB, memcg "
+             "charge, rmap, set_pte_at(); no exit with EPT). Part of cost.ebizzy.record, in "
+             "kernel mode. Default: an estimate (clear_page() at ~10 GB/s ~0.4 us, the rest "
+             "~0.6 us); the platform file says which figure sets it."});
   r.declare({"ebizzy.alloc", ParamType::String, "malloc", "", {}, {}, {"malloc", "mmap"},
              "How a record allocates and frees its copy: malloc = ebizzy -M (glibc arena; "
              "free() trims with madvise(MADV_DONTNEED) under down_read(mmap_sem)), mmap = "
              "ebizzy -m (mmap()/munmap(), each under down_write(mmap_sem))."});
+  r.declare({"ebizzy.malloc_top_pad_kib", ParamType::Int, "128", "KiB", 0, 512, {},
+             "ebizzy -M: glibc's M_TOP_PAD (DEFAULT_TOP_PAD 128 KiB; MALLOC_TOP_PAD_ in the "
+             "environment): heap_trim() keeps this much of the freed 512 KiB copy resident, so "
+             "a record re-faults (512 - this) / 4 pages (96 by default). Not used with -m (all "
+             "128 pages of each new mapping fault)."});
   r.declare({"cost.ebizzy.mmap", ParamType::Dist, "2us", "time", {}, {}, {},
              "ebizzy -m: mmap() of the 512 KiB anonymous copy under the write lock: "
              "get_unmapped_area(), vma allocation and linking, no population (estimate)."});
   r.declare({"cost.ebizzy.munmap", ParamType::Dist, "10us", "time", {}, {}, {},
-             "munmap() of the copy apart from the TLB flush: zap_page_range() of its 128 "
-             "pages and freeing them (estimate)."});
-  r.declare({"ebizzy.lock_sections", ParamType::Int, "13", "count", 0, 1000, {},
-             "Per record, kernel sections under the guest's node-wide pgdat->lru_lock "
-             "(spin_lock_irqsave; sim/guest/kernel/spinlock.h, native or PV per guest.pv_spinlock). "
-             "v4.16 with 4 KiB pages: the 128 faults of the 512 KiB copy add their pages to the "
-             "LRU through the per-CPU pagevec of 15 (__pagevec_lru_add: 128 / 15 = 8.5 takes) "
-             "and the free's release_pages() takes it once per SWAP_CLUSTER_MAX (32) pages of "
-             "each mmu_gather batch (8 + 120 pages: 5 takes): 13. zone->lock is left out: the "
-             "per-CPU page lists (batch 31, high 186) absorb the 128 allocations and frees of a "
-             "record in steady state. Carved out of cost.ebizzy.record (user chunk, section, "
-             "...), so the work per record is unchanged; 0 = none."});
+             "The free's syscall apart from its TLB flushes and lru_lock sections: "
+             "madvise(MADV_DONTNEED) -> zap_page_range() of the trimmed pages (-M) or munmap() "
+             "of the copy (-m), and freeing the pages to the per-CPU lists (estimate)."});
+  r.declare({"ebizzy.lru_lock", ParamType::Bool, "true", "bool", {}, {}, {},
+             "The record's sections under the guest's node-wide pgdat->lru_lock "
+             "(spin_lock_irqsave; sim/guest/kernel/spinlock.h, native or PV per "
+             "guest.pv_spinlock), where v4.16 takes them: a drain of the per-CPU pagevec of 15 "
+             "pages (__pagevec_lru_add() while faulting, lru_add_drain() at the free) and "
+             "release_pages() once per 32 pages of each mmu_gather batch; -M: 11 per record "
+             "(7 + 4). false = none (an A/B switch)."});
   r.declare({"cost.ebizzy.lock_hold", ParamType::Dist, "1.2us", "time", {}, {}, {},
-             "One ebizzy.lock_sections section, lru_lock held: list moves and LRU statistics "
-             "for 15-32 pages at ~40-80 ns each (estimate for a one-socket host, not measured; "
-             "T4's native rows move with it, its PV rows do not). A platform file may fit it: "
-             "skylake-sp-gold-6148.yaml sets 3.25 us from a lock-bound 1-VM rate (README "
-             "\"PV qspinlock\")."});
+             "One lru_lock section (ebizzy.lru_lock), lock held: list moves and LRU statistics "
+             "for up to 15-32 pages at ~40-80 ns each (estimate for a one-socket host, not "
+             "measured). A platform file may set it: skylake-sp-gold-6148.yaml says from which "
+             "figure."});
 }
 // clang-format on
 
 struct EbizzyVmStats {
   std::uint64_t records = 0;
+  std::uint64_t page_faults = 0;  // do_anonymous_page() runs of the copies
 };
 
-// One ebizzy thread: [mmap,] faults, record, munmap/madvise (with its flush), ...
+// What a thread needs from its VM and the platform.
+struct EbizzyThreadSetup {
+  GuestMm* mm = nullptr;
+  GuestRwsem* mmap_sem = nullptr;
+  GuestSpinlock* lru_lock = nullptr;  // nullptr: no lru_lock sections
+  int* pagevec = nullptr;             // this vCPU's lru_add_pvec fill (pages)
+  EbizzyVmStats* stats = nullptr;
+  bool use_mmap = false;
+  bool flush_vma = false;  // zap_page_range()'s extra flush_tlb_range() (-M)
+  int faults = 0;          // pages re-faulted per record
+  std::uint64_t spread_ns = 0;
+  Sampler record, fault, munmap, mmap, hold;
+};
+
+// One ebizzy thread: [mmap,] the memcpy with its faults, the free with its
+// flushes, ... (the record's kernel path: the header comment).
 class EbizzyThread : public GuestTask, public GuestHrtimer {
  public:
-  EbizzyThread(int cpu, GuestMm* mm, GuestRwsem* mmap_sem, bool use_mmap, Sampler record,
-               Sampler munmap, Sampler mmap, EbizzyVmStats* st, std::uint64_t spread_ns,
-               GuestSpinlock* lock, int sections, Sampler hold)
-      : GuestTask("ebizzy"),
-        mm_(mm),
-        sem_(mmap_sem),
-        use_mmap_(use_mmap),
-        record_(std::move(record)),
-        munmap_(std::move(munmap)),
-        mmap_(std::move(mmap)),
-        st_(st),
-        spread_ns_(spread_ns),
-        lock_(lock),
-        sections_(sections),
-        hold_(std::move(hold)) {
+  EbizzyThread(int cpu, EbizzyThreadSetup s) : GuestTask("ebizzy"), s_(std::move(s)) {
     bound_cpu = cpu;
     policy = Policy::Normal;
   }
@@ -132,9 +166,9 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     switch (phase_) {
       case Phase::Start: {
         phase_ = first();
-        if (spread_ns_ == 0) return run(k, now);
+        if (s_.spread_ns == 0) return run(k, now);
         const auto ns =
-            static_cast<std::uint64_t>(k.rng().uniform() * static_cast<double>(spread_ns_));
+            static_cast<std::uint64_t>(k.rng().uniform() * static_cast<double>(s_.spread_ns));
         phase_ = Phase::Sleeping;
         k.hrtimer_start(this, k.guest_tsc(now) + k.ns_to_guest_tsc_ceil(ns) + 1);
         k.block_current();
@@ -144,93 +178,118 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
         k.block_current();
         return k.step(now);
       case Phase::MmapLock:  // -m: mmap() -> vm_mmap_pgoff(): down_write_killable(mmap_sem)
-        if (auto s = lock(k, true, Phase::Mmap, now)) return *s;
+        if (auto st = lock(k, true, Phase::Mmap, now)) return *st;
         return run(k, now);
       case Phase::Mmap:
         phase_ = Phase::MmapUnlock;
-        return GuestStep::run(Stage::GuestSyscall, mmap_(k.rng()));
+        return GuestStep::run(Stage::GuestSyscall, s_.mmap(k.rng()));
       case Phase::MmapUnlock:
-        sem_->up_write(k, now);
+        s_.mmap_sem->up_write(k, now);
+        phase_ = Phase::Copy;
+        return run(k, now);
+      case Phase::Copy: {
+        // malloc() and the memcpy() of the pages that stay resident: user.
+        const Tsc r = s_.record(k.rng());
+        fault_cost_ = s_.fault(k.rng());
+        const Tsc faults = fault_cost_ * static_cast<Tsc>(s_.faults);
+        per_page_ = r > faults ? (r - faults) / static_cast<Tsc>(kChunkPages) : 0;
+        left_ = s_.faults;
         phase_ = Phase::FaultLock;
-        return run(k, now);
-      case Phase::FaultLock:  // the copy's first page fault: __do_page_fault() -> down_read()
-        if (auto s = lock(k, false, Phase::Record, now)) return *s;
-        return run(k, now);
-      case Phase::Record:
-        sem_->up_read(k, now);
-        // User code of the mm: every flush requested for this CPU is done.
-        mm_->check_before_user(k);
-        phase_ = Phase::MunmapLock;
-        if (sections_ == 0) return GuestStep::run(Stage::GuestUser, record_(k.rng()));
-        {
-          // ebizzy.lock_sections: the record as user chunks, each followed
-          // by a spinlock section (the same work in all).
-          const Tsc r = record_(k.rng());
-          Tsc holds = 0;
-          holds_.clear();
-          for (int i = 0; i < sections_; ++i) {
-            holds_.push_back(hold_(k.rng()));
-            holds += holds_.back();
-          }
-          chunk_ = r > holds ? (r - holds) / static_cast<Tsc>(sections_) : 0;
-          section_ = 0;
-          phase_ = Phase::SectionLock;
-          return GuestStep::run(Stage::GuestUser, chunk_);
+        s_.mm->check_before_user(k);
+        return GuestStep::run(Stage::GuestUser,
+                              per_page_ * static_cast<Tsc>(kChunkPages - s_.faults));
+      }
+      case Phase::FaultLock:  // __do_page_fault(): down_read_trylock(), else down_read()
+        if (left_ == 0) {
+          phase_ = Phase::FreeLock;
+          return run(k, now);
         }
+        if (auto st = lock(k, false, Phase::Fault, now)) return *st;
+        return run(k, now);
+      case Phase::Fault: {
+        // The faults up to the pagevec's next drain: do_anonymous_page().
+        group_ = std::min(left_, std::max(1, kPagevecSize - *s_.pagevec));
+        left_ -= group_;
+        s_.stats->page_faults += static_cast<std::uint64_t>(group_);
+        phase_ = Phase::FaultDrain;
+        return GuestStep::run(Stage::GuestSyscall, fault_cost_ * static_cast<Tsc>(group_));
+      }
+      case Phase::FaultDrain:
+        // lru_cache_add_active_or_unevictable() -> __lru_cache_add(): a full
+        // pagevec goes to the LRU under lru_lock (__pagevec_lru_add()).
+        *s_.pagevec += group_;
+        sections_ = 0;
+        while (*s_.pagevec >= kPagevecSize) {
+          *s_.pagevec -= kPagevecSize;
+          ++sections_;
+        }
+        return sections(k, Phase::FaultUnlock, now);
+      case Phase::FaultUnlock:
+        s_.mmap_sem->up_read(k, now);
+        phase_ = Phase::FaultLock;
+        // The memcpy() of the pages just faulted in: user.
+        s_.mm->check_before_user(k);
+        return GuestStep::run(Stage::GuestUser, per_page_ * static_cast<Tsc>(group_));
+      case Phase::FreeLock:
+        // -m: munmap() -> vm_munmap(): down_write_killable(mmap_sem);
+        // -M: free() -> shrink_heap() -> madvise(MADV_DONTNEED): down_read().
+        if (auto st = lock(k, s_.use_mmap, Phase::FreeDrain, now)) return *st;
+        return run(k, now);
+      case Phase::FreeDrain:
+        // zap_page_range() / unmap_region(): lru_add_drain() of this CPU's
+        // pagevec.
+        sections_ = *s_.pagevec > 0 ? 1 : 0;
+        *s_.pagevec = 0;
+        return sections(k, Phase::Zap, now);
+      case Phase::Zap:
+        // The PTE zap, then (v4.14-v4.18, madvise) flush_tlb_range() of the
+        // VMA and tlb_finish_mmu()'s flush_tlb_mm_range(): kernel work that
+        // runs after this step, in that order.
+        phase_ = Phase::Release;
+        if (s_.flush_vma && !s_.use_mmap) s_.mm->flush_tlb_mm_range(k, {});
+        s_.mm->flush_tlb_mm_range(k, {});
+        return GuestStep::run(Stage::GuestSyscall, s_.munmap(k.rng()));
+      case Phase::Release: {
+        // tlb_flush_mmu_free() -> release_pages() per batch: the inline
+        // bundle, then the rest; lru_lock dropped every 32 pages.
+        const int freed = s_.use_mmap ? kChunkPages : s_.faults;
+        const int first_batch = std::min(freed, kMmuGatherBundle);
+        const auto batches = [](int n) { return (n + kSwapClusterMax - 1) / kSwapClusterMax; };
+        sections_ = batches(first_batch) + batches(freed - first_batch);
+        return sections(k, Phase::FreeUnlock, now);
+      }
+      case Phase::FreeUnlock:
+        if (s_.use_mmap)
+          s_.mmap_sem->up_write(k, now);
+        else
+          s_.mmap_sem->up_read(k, now);
+        ++s_.stats->records;
+        ++records_;
+        phase_ = first();
+        return run(k, now);
       case Phase::SectionLock:
-        // spin_lock_irqsave() (zone->lock and lru_lock are taken with
-        // interrupts off): held, or spin / halt until handed over.
-        if (irqsave_ && !k.irqs_disabled()) k.local_irq_save();
-        if (auto s = lock_->lock(k, this, now)) return *s;
+        // spin_lock_irqsave() (lru_lock is taken with interrupts off): held,
+        // or spin / halt until handed over.
+        if (!k.irqs_disabled()) k.local_irq_save();
+        if (auto st = s_.lru_lock->lock(k, this, now)) return *st;
         phase_ = Phase::SectionHold;
-        return GuestStep::run(Stage::GuestSyscall, holds_[static_cast<std::size_t>(section_)]);
+        return GuestStep::run(Stage::GuestSyscall, s_.hold(k.rng()));
       case Phase::SectionHold: {
         // spin_unlock_irqrestore(): a halted PV queue head is kicked
         // (KVM_HC_KICK_CPU) before interrupts come back on.
-        const int kick = lock_->unlock(k, now);
+        const int kick = s_.lru_lock->unlock(k, now);
         phase_ = Phase::SectionIrqRestore;
         if (kick >= 0) return GuestStep::vmcall(KVM_HC_KICK_CPU, static_cast<std::uint64_t>(kick));
         return run(k, now);
       }
       case Phase::SectionIrqRestore:
-        phase_ = Phase::SectionDone;
-        if (irqsave_) {
-          // A vector that waited runs first (no APICv: after the
-          // interrupt-window exit).
-          if (auto s = k.local_irq_restore(now)) return *s;
-          return k.step(now);
-        }
-        return run(k, now);
-      case Phase::SectionDone:
-        if (++section_ == sections_) {
-          phase_ = Phase::MunmapLock;
-          return run(k, now);
-        }
-        mm_->check_before_user(k);
-        phase_ = Phase::SectionLock;
-        return GuestStep::run(Stage::GuestUser, chunk_);
-      case Phase::MunmapLock:
-        // -m: munmap() -> vm_munmap(): down_write_killable(mmap_sem);
-        // -M: free() -> shrink_heap() -> madvise(MADV_DONTNEED): down_read().
-        if (auto s = lock(k, use_mmap_, Phase::Munmap, now)) return *s;
-        return run(k, now);
-      case Phase::Munmap:
-        // do_munmap() / madvise_dontneed() -> zap_page_range() ->
-        // tlb_finish_mmu() -> flush_tlb_mm_range(), with mmap_sem held.
-        phase_ = Phase::Returned;
-        mm_->flush_tlb_mm_range(k, {});
-        return GuestStep::run(Stage::GuestSyscall, munmap_(k.rng()));
-      case Phase::Returned:
-        if (use_mmap_)
-          sem_->up_write(k, now);
-        else
-          sem_->up_read(k, now);
-        ++st_->records;
-        ++records_;
-        phase_ = first();
-        return run(k, now);
+        phase_ = --sections_ > 0 ? Phase::SectionLock : after_sections_;
+        // A vector that waited runs first (no APICv: after the
+        // interrupt-window exit).
+        if (auto st = k.local_irq_restore(now)) return *st;
+        return k.step(now);
       case Phase::Waiting:  // woken by rwsem_wake(): a reader holds it, a writer retries
-        phase_ = sem_->woken(w_, now) ? after_lock_ : retry_;
+        phase_ = s_.mmap_sem->woken(w_, now) ? after_lock_ : retry_;
         return run(k, now);
     }
     return GuestStep::idle(Stage::GuestUser);
@@ -243,29 +302,41 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     MmapLock,
     Mmap,
     MmapUnlock,
+    Copy,
     FaultLock,
-    Record,
+    Fault,
+    FaultDrain,
+    FaultUnlock,
+    FreeLock,
+    FreeDrain,
+    Zap,
+    Release,
+    FreeUnlock,
     SectionLock,
-    SectionIrqRestore,
-    SectionDone,
     SectionHold,
-    MunmapLock,
-    Munmap,
-    Returned,
+    SectionIrqRestore,
     Waiting
   };
-  [[nodiscard]] Phase first() const { return use_mmap_ ? Phase::MmapLock : Phase::FaultLock; }
+  [[nodiscard]] Phase first() const { return s_.use_mmap ? Phase::MmapLock : Phase::Copy; }
+  // sections_ lru_lock sections, then `next` (none: `next` now).
+  GuestStep sections(GuestKernel& k, Phase next, Tsc now) {
+    if (!s_.lru_lock) sections_ = 0;
+    after_sections_ = next;
+    phase_ = sections_ > 0 ? Phase::SectionLock : next;
+    return run(k, now);
+  }
   // down_read()/down_write(): nullopt = held now (phase_ = next); else the
   // step to run (a stretch of optimistic spin, or the switch away to sleep).
   std::optional<GuestStep> lock(GuestKernel& k, bool write, Phase next, Tsc now) {
     const Phase self = phase_;
-    const auto r = write ? sem_->down_write(k, this, w_, now) : sem_->down_read(k, this, w_, now);
+    const auto r = write ? s_.mmap_sem->down_write(k, this, w_, now)
+                         : s_.mmap_sem->down_read(k, this, w_, now);
     switch (r) {
       case GuestRwsem::Result::Acquired:
         phase_ = next;
         return std::nullopt;
       case GuestRwsem::Result::Spin:
-        return sem_->spin_step();
+        return s_.mmap_sem->spin_step();
       case GuestRwsem::Result::Sleep:
         phase_ = Phase::Waiting;
         after_lock_ = next;
@@ -275,25 +346,16 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     return std::nullopt;
   }
 
-  GuestMm* mm_;
-  GuestRwsem* sem_;
-  bool use_mmap_;
-  Sampler record_, munmap_, mmap_;
-  EbizzyVmStats* st_;
-  std::uint64_t spread_ns_;
-  GuestSpinlock* lock_;
-  // zone->lock (rmqueue_bulk / free_pcppages_bulk under local_irq_save) and
-  // pgdat->lru_lock (spin_lock_irqsave in pagevec_lru_move_fn and
-  // release_pages) are both taken with interrupts off.
-  static constexpr bool irqsave_ = true;
-  int sections_;
-  Sampler hold_;
-  std::vector<Tsc> holds_;
-  Tsc chunk_ = 0;
-  int section_ = 0;
+  EbizzyThreadSetup s_;
   Phase phase_ = Phase::Start;
+  Tsc fault_cost_ = 0;  // this record's cost.guest.page_fault_anon
+  Tsc per_page_ = 0;    // this record's user work per page of the copy
+  int left_ = 0;        // faults of this record still to take
+  int group_ = 0;       // faults of the group in flight
+  int sections_ = 0;    // lru_lock sections still to take
+  Phase after_sections_ = Phase::Start;
   std::uint64_t records_ = 0;  // this thread's search_mem() count
-  Phase after_lock_ = Phase::Record, retry_ = Phase::Record;
+  Phase after_lock_ = Phase::Copy, retry_ = Phase::Copy;
   RwsemWaiter w_;
 };
 
@@ -304,7 +366,11 @@ class EbizzyWorkload : public LinuxWorkload {
         pv_(p.b("guest.pv_tlb_flush")),
         spread_ns_(static_cast<std::uint64_t>(p.i("ebizzy.start_spread_us")) * 1000),
         use_mmap_(p.s("ebizzy.alloc") == "mmap"),
-        sections_(static_cast<int>(p.i("ebizzy.lock_sections"))) {}
+        lru_lock_(p.b("ebizzy.lru_lock")),
+        flush_vma_(p.b("guest.zap_page_range_flush_vma")),
+        // -M: heap_trim() keeps M_TOP_PAD, the rest of the copy re-faults.
+        faults_(use_mmap_ ? kChunkPages
+                          : (512 - static_cast<int>(p.i("ebizzy.malloc_top_pad_kib"))) / 4) {}
 
   [[nodiscard]] bool open_ended() const override { return true; }  // sim.max_simulated_s
 
@@ -337,13 +403,27 @@ class EbizzyWorkload : public LinuxWorkload {
           p.b("guest.pv_spinlock_wait_early_preempted") && p.b("guest.vcpu_is_preempted");
       lc.loop_cycles = static_cast<Tsc>(p.i("guest.pv_spinlock_loop_cycles"));
       locks_.push_back(std::make_unique<GuestSpinlock>(lc));
+      // Each vCPU's per-CPU lru_add_pvec, shared by the threads on it.
+      pagevecs_.push_back(std::make_unique<std::vector<int>>(static_cast<std::size_t>(vcpus), 0));
       for (int t = 0; t < n; ++t) {
         const int cpu = t % vcpus;
         mms_.back()->add_cpu(cpu);
-        threads_list_.push_back(std::make_unique<EbizzyThread>(
-            cpu, mms_.back().get(), sems_.back().get(), use_mmap_, S("cost.ebizzy.record"),
-            S("cost.ebizzy.munmap"), S("cost.ebizzy.mmap"), stats_.back().get(), spread_ns_,
-            locks_.back().get(), sections_, S("cost.ebizzy.lock_hold")));
+        EbizzyThreadSetup ts;
+        ts.mm = mms_.back().get();
+        ts.mmap_sem = sems_.back().get();
+        ts.lru_lock = lru_lock_ ? locks_.back().get() : nullptr;
+        ts.pagevec = &pagevecs_.back()->at(static_cast<std::size_t>(cpu));
+        ts.stats = stats_.back().get();
+        ts.use_mmap = use_mmap_;
+        ts.flush_vma = flush_vma_;
+        ts.faults = faults_;
+        ts.spread_ns = spread_ns_;
+        ts.record = S("cost.ebizzy.record");
+        ts.fault = S("cost.guest.page_fault_anon");
+        ts.munmap = S("cost.ebizzy.munmap");
+        ts.mmap = S("cost.ebizzy.mmap");
+        ts.hold = S("cost.ebizzy.lock_hold");
+        threads_list_.push_back(std::make_unique<EbizzyThread>(cpu, std::move(ts)));
         guests_.at(g + static_cast<std::size_t>(cpu))->add_task(threads_list_.back().get());
       }
     }
@@ -352,6 +432,7 @@ class EbizzyWorkload : public LinuxWorkload {
   void report(Metrics& m, const TscClock& clk) const override {
     const double s = clk.to_s(static_cast<double>(now_tsc()));
     double sum = 0;
+    double faults = 0;
     TlbFlushStats all;
     RwsemStats sem_all;
     SpinlockStats lock_all;
@@ -359,6 +440,7 @@ class EbizzyWorkload : public LinuxWorkload {
       const double r = s > 0 ? static_cast<double>(stats_[i]->records) / s : 0;
       m[fmt::format("ebizzy.vm{}.records_per_s", i)] = r;
       m[fmt::format("ebizzy.vm{}.records", i)] = static_cast<double>(stats_[i]->records);
+      faults += static_cast<double>(stats_[i]->page_faults);
       GuestMm::report_stats(mms_[i]->stats(), clk, m, fmt::format("tlb.vm{}.", i));
       all += mms_[i]->stats();
       sem_all += sems_[i]->stats();
@@ -366,6 +448,7 @@ class EbizzyWorkload : public LinuxWorkload {
       sum += r;
     }
     m["ebizzy.records_per_s"] = stats_.empty() ? 0 : sum / static_cast<double>(stats_.size());
+    m["ebizzy.page_faults"] = faults;
     // How evenly the threads shared their vCPUs: the fewest and most records
     // one thread made, and the thread count.
     if (!threads_list_.empty()) {
@@ -382,10 +465,10 @@ class EbizzyWorkload : public LinuxWorkload {
     GuestMm::report_stats(all, clk, m, "tlb.");
     // mm->mmap_sem of the VMs' ebizzy processes, summed.
     GuestRwsem::report_stats(sem_all, clk, m, "mmap_sem.");
-    // ebizzy.lock_sections: the guest-wide spinlock of the VMs, summed
+    // ebizzy.lru_lock: the guest-wide spinlock of the VMs, summed
     // (queue_len_avg: nodes queued per lock, averaged over the run and the VMs;
     // last_drain_s: the latest time any of the VMs' queues drained).
-    if (sections_ > 0)
+    if (lru_lock_)
       GuestSpinlock::report_stats(lock_all, clk, m, "ebizzy.lock.",
                                   now_tsc() * static_cast<Tsc>(locks_.size()));
     // The initiators' time in csd_lock_wait() for flush acknowledgements.
@@ -406,8 +489,11 @@ class EbizzyWorkload : public LinuxWorkload {
   bool pv_;
   std::uint64_t spread_ns_;
   bool use_mmap_;
-  int sections_;
+  bool lru_lock_;
+  bool flush_vma_;
+  int faults_;
   std::vector<std::unique_ptr<GuestKernel>> guests_;
+  std::vector<std::unique_ptr<std::vector<int>>> pagevecs_;
   std::vector<std::unique_ptr<GuestMm>> mms_;
   std::vector<std::unique_ptr<GuestRwsem>> sems_;
   std::vector<std::unique_ptr<GuestSpinlock>> locks_;
@@ -470,6 +556,7 @@ KVMSIM_DECLARE_METRICS(ebizzy, {
     {"ebizzy.vm<n>.records_per_s", "per_s", "ebizzy", "Records per second of VM `<n>`'s threads."},
     {"ebizzy.vm<n>.records", "count", "ebizzy", "Records VM `<n>`'s threads completed."},
     {"ebizzy.threads", "count", "ebizzy", "ebizzy threads, all VMs."},
+    {"ebizzy.page_faults", "count", "ebizzy", "Page faults of the copies (do_anonymous_page()), all VMs: what perf stat -e page-faults counts in the guest; per record (512 - ebizzy.malloc_top_pad_kib) / 4 with -M, 128 with -m."},
     {"ebizzy.thread_records_min", "count", "ebizzy", "Fewest records one thread made (how evenly the threads shared their vCPUs)."},
     {"ebizzy.thread_records_max", "count", "ebizzy", "Most records one thread made."},
     {"ebizzy.flush_wait_s", "s", "ebizzy", "Initiators' time in csd_lock_wait() for flush acknowledgements (tlb.wait_s)."},
@@ -488,7 +575,7 @@ KVMSIM_DECLARE_METRICS(ebizzy, {
     {"mmap_sem.wait_s", "s", "ebizzy", "Contended acquisitions' time from the first try to holding the lock."},
     {"mmap_sem.spin_s", "s", "ebizzy", "Of mmap_sem.wait_s, time spent spinning."},
     {"mmap_sem.hold_write_s", "s", "ebizzy", "Time the write lock was held."},
-    {"ebizzy.lock.acquires", "count", "ebizzy", "spin_lock() acquisitions of the guest-wide spinlock (ebizzy.lock_sections), all VMs. The ebizzy.lock keys only with ebizzy.lock_sections."},
+    {"ebizzy.lock.acquires", "count", "ebizzy", "spin_lock() acquisitions of the guest-wide spinlock (ebizzy.lru_lock: pgdat->lru_lock), all VMs. The ebizzy.lock keys only with ebizzy.lru_lock."},
     {"ebizzy.lock.contended", "count", "ebizzy", "Acquisitions that found the lock held or CPUs waiting (queued, or spun in virt_spin_lock())."},
     {"ebizzy.lock.hold_preempted", "count", "ebizzy", "Holds during which the holder's vCPU thread was off its pCPU (lock-holder preemption)."},
     {"ebizzy.lock.steals", "count", "ebizzy", "PV: acquisitions that took the free lock ahead of a queue whose head was not spinning (lock stealing)."},
