@@ -132,12 +132,15 @@ TEST_CASE("over-commit: native flush collapses from 8 to 16 vCPUs, PV flush reco
     CHECK(t == Approx(metric(*r, "tlb.wait_s")).epsilon(1e-9));
     CHECK(on == Approx(metric(*r, "tlb.wait_s") - metric(*r, "tlb.wait_off_cpu_s")).epsilon(1e-6));
   }
-  // Native: the waits for preempted targets are milliseconds long. PV: most
-  // waits are for running targets and end within 100 us; the few long ones
-  // (a target spinning with IRQs off behind a preempted lock holder) still
-  // carry most of the wait time.
+  // Native: the waits for preempted targets are milliseconds long and carry
+  // most of the wait time (a v4.16 madvise() flushes twice; the second
+  // flush often finds its targets just run by the first and ends sooner).
+  // PV: most waits are for running targets and end within 100 us; the few
+  // long ones (a target spinning with IRQs off behind a preempted lock
+  // holder) still carry most of the wait time.
   CHECK(band(n16, "lt10ms", "flushes") + band(n16, "ge10ms", "flushes") >
-        0.5 * metric(n16, "tlb.flushes"));
+        0.25 * metric(n16, "tlb.flushes"));
+  CHECK(band(n16, "lt10ms", "s") + band(n16, "ge10ms", "s") > 0.8 * metric(n16, "tlb.wait_s"));
   const double p_short = band(p16, "lt10us", "flushes") + band(p16, "lt100us", "flushes");
   CHECK(p_short > 0.8 * metric(p16, "tlb.flushes"));
   CHECK(band(p16, "lt10ms", "s") + band(p16, "ge10ms", "s") > 0.5 * metric(p16, "tlb.wait_s"));
@@ -245,8 +248,8 @@ TEST_CASE("ebizzy -M takes mmap_sem only for read (faults, madvise): it never bl
 
 // The record's kernel path (sim/guest/workloads/ebizzy_workload.cpp): with
 // -M glibc's heap_trim() keeps M_TOP_PAD (128 KiB) of the freed copy, so a
-// record re-faults 96 of its 128 pages (64 with a 256 KiB pad); -m faults all
-// 128. A v4.16 guest's zap_page_range() flushes twice (4647706ebeee), a
+// record re-faults 96 of its 128 pages (64 with a 256 KiB pad, none with
+// 512); -m faults all 128. A v4.16 guest's zap_page_range() flushes twice (4647706ebeee), a
 // v4.19 guest's once (50c150f26261), and munmap() once in any era. Without
 // over-commit every flush has the other 7 vCPUs as targets.
 TEST_CASE("ebizzy record: faults per record follow M_TOP_PAD, flushes per record the guest's era",
@@ -268,6 +271,16 @@ TEST_CASE("ebizzy record: faults per record follow M_TOP_PAD, flushes per record
   per_record(m419, "tlb.flushes", 1);
   const auto pad = run_metrics("record-pad", s + "--set ebizzy.malloc_top_pad_kib=256");
   per_record(pad, "ebizzy.page_faults", 64);
+  // The two flushes of a v4.16 madvise() run one after the other: the
+  // second one's wait does not contain the first's, so the mean wait per
+  // flush is about a v4.19 guest's (not 1.5 times it).
+  CHECK(metric(m416, "tlb.wait_avg_us") < 1.2 * metric(m419, "tlb.wait_avg_us"));
+  // A pad that covers the copy leaves nothing to trim: no fault, no
+  // madvise(), no flush.
+  const auto full = run_metrics("record-pad-512", s + "--set ebizzy.malloc_top_pad_kib=512");
+  CHECK(metric(full, "ebizzy.vm0.records") > 0);
+  CHECK(metric(full, "ebizzy.page_faults") == 0);
+  CHECK(metric(full, "tlb.flushes") == 0);
   const auto mm = run_metrics("record-mmap", s + "--set ebizzy.alloc=mmap");
   per_record(mm, "ebizzy.page_faults", 128);
   per_record(mm, "tlb.flushes", 1);
@@ -275,18 +288,20 @@ TEST_CASE("ebizzy record: faults per record follow M_TOP_PAD, flushes per record
 }
 
 TEST_CASE(
-    "ebizzy -m: a contended writer spins on a running owner and sleeps when the owner's vCPU "
-    "is preempted",
+    "ebizzy -m: a contended writer sleeps behind the faults' readers, spins on a running writer "
+    "and sleeps when the owner's vCPU is preempted",
     "[cli][tlb][rwsem]") {
   const std::string s = kT4 + "--set ebizzy.alloc=mmap --set sim.max_simulated_s=0.3 ";
-  // 8 vCPUs on 8 pCPUs: no vCPU thread is preempted, so a writer that finds
-  // the lock held by a writer spins (rwsem_optimistic_spin()), and never
-  // sleeps because of a preempted owner.
+  // 8 vCPUs on 8 pCPUs: no vCPU thread is preempted. Each of a record's 128
+  // faults read-locks mmap_sem, so a writer mostly finds readers holding it
+  // and sleeps (v4.16's rwsem_can_spin_on_owner() does not spin on a
+  // reader-owned lock); one that finds a writer spins
+  // (rwsem_optimistic_spin()). None sleeps because of a preempted owner.
   const auto n8 = run_metrics("rwsem-m-8", s);
   CHECK(metric(n8, "vcpu.preemptions") == 0);
   CHECK(metric(n8, "mmap_sem.write_contended") > 0);
+  CHECK(metric(n8, "mmap_sem.sleeps_reader_owned") > 0.5 * metric(n8, "mmap_sem.write_contended"));
   CHECK(metric(n8, "mmap_sem.write_spins") > 0);
-  CHECK(metric(n8, "mmap_sem.spin_acquires") > 0);
   CHECK(metric(n8, "mmap_sem.sleeps_owner_preempted") == 0);
   // 16 vCPUs: owners are preempted while they hold the lock (in their
   // flush); writers that see vcpu_is_preempted() sleep instead of spinning,
@@ -299,8 +314,10 @@ TEST_CASE(
   // The releases wake the sleepers (readers get the lock with the wake-up,
   // a woken writer retries and may lose it to a running writer).
   CHECK(metric(n16, "mmap_sem.wakeups") > 0);
-  CHECK(metric(n16, "mmap_sem.read_acquires") + metric(n16, "mmap_sem.write_acquires") >
-        2 * metric(n16, "ebizzy.vm0.records"));
+  // Per finished record: mmap() and munmap() write-lock, each of the 128
+  // faults read-locks.
+  CHECK(metric(n16, "mmap_sem.write_acquires") >= 2 * metric(n16, "ebizzy.vm0.records"));
+  CHECK(metric(n16, "mmap_sem.read_acquires") >= 128 * metric(n16, "ebizzy.vm0.records"));
   CHECK(metric(n16, "invariants.violations") == 0);
 }
 

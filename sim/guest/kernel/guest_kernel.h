@@ -94,8 +94,9 @@ class GuestKernel : public GuestVcpu {
   // local_irq_save() / local_irq_restore() around a task's kernel section
   // (spin_lock_irqsave() and friends): interrupts wait in the IRR meanwhile.
   // The restore takes a vector that became pending (STI with a vector in
-  // the vIRR: virtual-interrupt delivery, or KVM's interrupt-window exit,
-  // whose exit is not modelled); the task then returns k.step(now).
+  // the vIRR: virtual-interrupt delivery with APICv; without it, the step
+  // it returns, KVM's INTERRUPT_WINDOW exit); the task then returns
+  // k.step(now).
   void local_irq_save() { irqs_off_ = true; }
   std::optional<GuestStep> local_irq_restore(Tsc now);
   // Queue a step the kernel runs before returning to the current task.

@@ -18,12 +18,12 @@
 // The kernel path of one record (v4.16, 4 KiB pages), as the thread runs it:
 //  1. -m: mmap() under the write lock (cost.ebizzy.mmap).
 //  2. memcpy(): user copy of the resident pages, then per group of faults
-//     (up to the per-CPU LRU pagevec's 15 free slots): __do_page_fault()
-//     under down_read(mmap_sem) -> do_anonymous_page() (page from the
-//     per-CPU lists, clear_page(), memcg charge, rmap, PTE; no exit under
-//     EPT): cost.guest.page_fault_anon per page, in kernel mode; a full
-//     pagevec is drained by __pagevec_lru_add() under pgdat->lru_lock
-//     (spin_lock_irqsave); then the user copy of those pages. bsearch().
+//     (-M: up to the per-CPU LRU pagevec's 15 free slots, no writer to wait
+//     for; -m: one fault): __do_page_fault() under down_read(mmap_sem) -> do_anonymous_page() (page
+//     from the per-CPU lists, clear_page(), memcg charge, rmap, PTE; no exit under EPT):
+//     cost.guest.page_fault_anon per page, in kernel mode; a full pagevec is drained by
+//     __pagevec_lru_add() under pgdat->lru_lock (spin_lock_irqsave); then the user copy of those
+//     pages. bsearch().
 //  3. free(): madvise(MADV_DONTNEED) -> zap_page_range() (-M) or munmap()
 //     -> unmap_region() (-m): lru_add_drain() of this CPU's pagevec (one
 //     lru_lock section if it holds pages), the PTE zap (cost.ebizzy.munmap),
@@ -101,8 +101,8 @@ void declare_ebizzy_params(ParamRegistry& r) {
   r.declare({"ebizzy.malloc_top_pad_kib", ParamType::Int, "128", "KiB", 0, 512, {},
              "ebizzy -M: glibc's M_TOP_PAD (DEFAULT_TOP_PAD 128 KiB; MALLOC_TOP_PAD_ in the "
              "environment): heap_trim() keeps this much of the freed 512 KiB copy resident, so "
-             "a record re-faults (512 - this) / 4 pages (96 by default). Not used with -m (all "
-             "128 pages of each new mapping fault)."});
+             "a record re-faults (512 - this) / 4 pages (96 by default; none and no madvise() at "
+             "512). Not used with -m (all 128 pages of each new mapping fault)."});
   r.declare({"cost.ebizzy.mmap", ParamType::Dist, "2us", "time", {}, {}, {},
              "ebizzy -m: mmap() of the 512 KiB anonymous copy under the write lock: "
              "get_unmapped_area(), vma allocation and linking, no population (estimate)."});
@@ -201,6 +201,9 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
       }
       case Phase::FaultLock:  // __do_page_fault(): down_read_trylock(), else down_read()
         if (left_ == 0) {
+          // -M with nothing to trim (M_TOP_PAD covers the copy): heap_trim()
+          // makes no syscall.
+          if (!s_.use_mmap && s_.faults == 0) return finish_record(k, now);
           phase_ = Phase::FreeLock;
           return run(k, now);
         }
@@ -208,7 +211,9 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
         return run(k, now);
       case Phase::Fault: {
         // The faults up to the pagevec's next drain: do_anonymous_page().
-        group_ = std::min(left_, std::max(1, kPagevecSize - *s_.pagevec));
+        // With -m one at a time: each fault takes mmap_sem for read itself,
+        // and a queued mmap()/munmap() writer waits for one fault only.
+        group_ = s_.use_mmap ? 1 : std::min(left_, std::max(1, kPagevecSize - *s_.pagevec));
         left_ -= group_;
         s_.stats->page_faults += static_cast<std::uint64_t>(group_);
         phase_ = Phase::FaultDrain;
@@ -245,9 +250,16 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
         // The PTE zap, then (v4.14-v4.18, madvise) flush_tlb_range() of the
         // VMA and tlb_finish_mmu()'s flush_tlb_mm_range(): kernel work that
         // runs after this step, in that order.
+        // The second flush starts once the first has returned (its IPIs
+        // answered), as the kernel's do.
         phase_ = Phase::Release;
-        if (s_.flush_vma && !s_.use_mmap) s_.mm->flush_tlb_mm_range(k, {});
-        s_.mm->flush_tlb_mm_range(k, {});
+        if (s_.flush_vma && !s_.use_mmap) {
+          GuestMm* mm = s_.mm;
+          mm->flush_tlb_mm_range(
+              k, [mm](GuestKernel& self, Tsc /*at*/) { mm->flush_tlb_mm_range(self, {}); });
+        } else {
+          s_.mm->flush_tlb_mm_range(k, {});
+        }
         return GuestStep::run(Stage::GuestSyscall, s_.munmap(k.rng()));
       case Phase::Release: {
         // tlb_flush_mmu_free() -> release_pages() per batch: the inline
@@ -263,10 +275,7 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
           s_.mmap_sem->up_write(k, now);
         else
           s_.mmap_sem->up_read(k, now);
-        ++s_.stats->records;
-        ++records_;
-        phase_ = first();
-        return run(k, now);
+        return finish_record(k, now);
       case Phase::SectionLock:
         // spin_lock_irqsave() (lru_lock is taken with interrupts off): held,
         // or spin / halt until handed over.
@@ -318,6 +327,13 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     Waiting
   };
   [[nodiscard]] Phase first() const { return s_.use_mmap ? Phase::MmapLock : Phase::Copy; }
+  // search_mem()'s loop: one more record, then the next.
+  GuestStep finish_record(GuestKernel& k, Tsc now) {
+    ++s_.stats->records;
+    ++records_;
+    phase_ = first();
+    return run(k, now);
+  }
   // sections_ lru_lock sections, then `next` (none: `next` now).
   GuestStep sections(GuestKernel& k, Phase next, Tsc now) {
     if (!s_.lru_lock) sections_ = 0;
@@ -561,7 +577,7 @@ KVMSIM_DECLARE_METRICS(ebizzy, {
     {"ebizzy.thread_records_max", "count", "ebizzy", "Most records one thread made."},
     {"ebizzy.flush_wait_s", "s", "ebizzy", "Initiators' time in csd_lock_wait() for flush acknowledgements (tlb.wait_s)."},
     {"ebizzy.flush_wait_on_cpu_share", "fraction", "ebizzy", "The on-CPU part of ebizzy.flush_wait_s as a share of the vCPU threads' CPU time: what perf top in the guest puts in smp_call_function_many()."},
-    {"mmap_sem.read_acquires", "count", "ebizzy", "down_read() acquisitions of the ebizzy processes' mmap_sem, all VMs."},
+    {"mmap_sem.read_acquires", "count", "ebizzy", "down_read() acquisitions of the ebizzy processes' mmap_sem, all VMs: with -M one per group of faults up to a pagevec drain (the kernel takes it per fault; with no writer it never waits) and one per madvise(); with -m one per fault."},
     {"mmap_sem.write_acquires", "count", "ebizzy", "down_write() acquisitions."},
     {"mmap_sem.read_contended", "count", "ebizzy", "down_read() calls whose fast path failed."},
     {"mmap_sem.write_contended", "count", "ebizzy", "down_write() calls whose fast path failed."},
