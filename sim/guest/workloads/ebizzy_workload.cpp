@@ -139,7 +139,7 @@ struct EbizzyThreadSetup {
   EbizzyVmStats* stats = nullptr;
   bool use_mmap = false;
   bool flush_vma = false;  // zap_page_range()'s extra flush_tlb_range() (-M)
-  int faults = 0;          // pages re-faulted per record
+  int faults = 0;          // pages faulted (and freed) per record
   std::uint64_t spread_ns = 0;
   Sampler record, fault, munmap, mmap, hold;
 };
@@ -148,7 +148,8 @@ struct EbizzyThreadSetup {
 // flushes, ... (the record's kernel path: the header comment).
 class EbizzyThread : public GuestTask, public GuestHrtimer {
  public:
-  EbizzyThread(int cpu, EbizzyThreadSetup s) : GuestTask("ebizzy"), s_(std::move(s)) {
+  EbizzyThread(int cpu, EbizzyThreadSetup s)
+      : GuestTask("ebizzy"), s_(std::move(s)), release_sections_(release_sections(s_.faults)) {
     bound_cpu = cpu;
     policy = Policy::Normal;
   }
@@ -261,15 +262,9 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
           s_.mm->flush_tlb_mm_range(k, {});
         }
         return GuestStep::run(Stage::GuestSyscall, s_.munmap(k.rng()));
-      case Phase::Release: {
-        // tlb_flush_mmu_free() -> release_pages() per batch: the inline
-        // bundle, then the rest; lru_lock dropped every 32 pages.
-        const int freed = s_.use_mmap ? kChunkPages : s_.faults;
-        const int first_batch = std::min(freed, kMmuGatherBundle);
-        const auto batches = [](int n) { return (n + kSwapClusterMax - 1) / kSwapClusterMax; };
-        sections_ = batches(first_batch) + batches(freed - first_batch);
+      case Phase::Release:
+        sections_ = release_sections_;
         return sections(k, Phase::FreeUnlock, now);
-      }
       case Phase::FreeUnlock:
         if (s_.use_mmap)
           s_.mmap_sem->up_write(k, now);
@@ -362,7 +357,17 @@ class EbizzyThread : public GuestTask, public GuestHrtimer {
     return std::nullopt;
   }
 
+  // tlb_flush_mmu_free() -> release_pages() per mmu_gather batch (the
+  // inline bundle, then the rest) of the `freed` pages (the faulted ones:
+  // 96 with -M, 128 with -m): lru_lock dropped every 32 pages.
+  static int release_sections(int freed) {
+    const auto batches = [](int n) { return (n + kSwapClusterMax - 1) / kSwapClusterMax; };
+    const int first_batch = std::min(freed, kMmuGatherBundle);
+    return batches(first_batch) + batches(freed - first_batch);
+  }
+
   EbizzyThreadSetup s_;
+  int release_sections_;  // lru_lock sections of the free's release_pages()
   Phase phase_ = Phase::Start;
   Tsc fault_cost_ = 0;  // this record's cost.guest.page_fault_anon
   Tsc per_page_ = 0;    // this record's user work per page of the copy
