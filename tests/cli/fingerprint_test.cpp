@@ -55,3 +55,34 @@ TEST_CASE("sim.fingerprint: same seed same value, another seed or an observer-on
   CHECK(fingerprint("fp-e", t2 + " --seed 3 --trace " + (d / "t.txt").string() + " --vcd " +
                                 (d / "w.vcd").string()) == a);
 }
+
+// The host scheduler's runs: vCPU threads sharing pCPUs with each other and
+// with host tasks (wake-up placement and preemption, the buddies of PLE's
+// yield_to, new-idle and periodic balancing, migrations). Pinned so that a
+// restructuring of sim/sched (e.g. group scheduling, which must leave the
+// flat default alone) shows any change in a decision, not only in a headline
+// figure. After an intended scheduler change, update the values and say why.
+TEST_CASE("sim.fingerprint is pinned for runs where vCPU threads share pCPUs",
+          "[cli][fingerprint][sched]") {
+  const struct {
+    const char* args;
+    std::uint64_t fingerprint;
+  } pinned[] = {
+      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1", 2562254794972246},
+      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1 --set "
+       "host.sched_load_balance=true",
+       5223120146203455},
+      {"scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05", 3795602455213142},
+      {"scenarios/ebizzy_overcommit.yaml --set vm.vcpus=16 --set sim.max_simulated_s=0.05",
+       4625768880737973},
+      {"scenarios/ebizzy_multi_vm.yaml --set vm.count=2 --set sim.max_simulated_s=0.02",
+       7676520782783624},
+      {"scenarios/ebizzy_pvspinlock_revert.yaml --set vm.count=2 --set sim.max_simulated_s=0.01",
+       3320999093856889},
+  };
+  int i = 0;
+  for (const auto& p : pinned) {
+    INFO(p.args);
+    CHECK(fingerprint("fp-sched" + std::to_string(i++), p.args) == p.fingerprint);
+  }
+}
