@@ -113,6 +113,16 @@ int wakeup_preempt_entity(std::int64_t vdiff, Tsc gran) {
   return static_cast<Tsc>(vdiff) > gran ? 1 : 0;
 }
 
+// The kernel: shares = tg_shares * load / tg_weight, clamp_t(long, shares,
+// MIN_SHARES, tg_shares); with no load anywhere that is 0, so MIN_SHARES.
+std::uint64_t calc_group_shares(std::uint64_t shares, std::uint64_t local_load,
+                                std::uint64_t total_load) {
+  if (total_load == 0) return std::min(kMinShares, shares);
+  const u128 s = static_cast<u128>(shares) * local_load / total_load;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(s), std::min(kMinShares, shares),
+                                   shares);
+}
+
 }  // namespace fair
 
 CpuMask CpuMask::only(int cpu) { return of({cpu}); }
@@ -224,6 +234,15 @@ void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
     se.run_delay += now - se.last_queued;
     se.waiting = false;
   }
+}
+
+void CfsRq::reweight_entity(SchedEntity& se, std::uint32_t w, Tsc now) {
+  if (se.on_rq) {
+    if (curr_ == &se) update_curr(now);
+    load_ -= se.weight;  // account_entity_dequeue()
+    load_ += w;          // account_entity_enqueue()
+  }
+  se.weight = w;  // update_load_set()
 }
 
 // clear_buddies(): `se` stops being any of the queue's buddies.

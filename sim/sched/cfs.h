@@ -73,6 +73,17 @@ std::int64_t place_entity(const CfsTunables& t, std::int64_t min_vruntime, std::
 // wakeup_preempt_entity(): with vdiff = curr.vruntime - se.vruntime, -1 when
 // se is not ahead, 1 when it leads by more than `gran` (wakeup_gran(se)), 0 in between.
 int wakeup_preempt_entity(std::int64_t vdiff, Tsc gran);
+// MIN_SHARES: the least weight a task group's entity gets on a CPU (2 in the
+// kernel's scaled load units on 64-bit, i.e. 2/1024 of a nice-0 task).
+inline constexpr std::uint64_t kMinShares = 2;
+// calc_group_shares() (v4.15+; calc_cfs_shares() before) in the ideal form
+// its comment derives it from, without PELT's averages: a task group's entity
+// on one CPU weighs shares x the group's load on that CPU / the group's load
+// on all CPUs, clamped to [kMinShares, shares]; kMinShares when the group has
+// no load. `shares` and the result are in the weights' units (the kernel's
+// scaled units, so that kMinShares means what it does there).
+std::uint64_t calc_group_shares(std::uint64_t shares, std::uint64_t local_load,
+                                std::uint64_t total_load);
 }  // namespace fair
 
 // The set of pCPUs a task may run on (p->cpus_ptr). Default: every pCPU.
@@ -161,6 +172,12 @@ class CfsRq {
   // wakeup_preempt_entity(curr, se): -1 se is not ahead, 1 se leads by more
   // than wakeup_gran(se), 0 in between.
   [[nodiscard]] int wakeup_preempt_entity(const SchedEntity& curr, const SchedEntity& se) const;
+  // reweight_entity(): `se`, on this queue or off it, gets weight `w`; a
+  // queued entity's weight moves in the queue's load, the current one is
+  // charged its run time at the old weight first. vruntime is kept (v4.16;
+  // rescaling it came with EEVDF). For a task group's entity, whose weight
+  // calc_group_shares() recomputes (update_cfs_group()).
+  void reweight_entity(SchedEntity& se, std::uint32_t w, Tsc now);
   // yield_task_fair(): with others runnable, the current entity's buddies
   // are cleared and it becomes the skip buddy.
   void yield(Tsc now);

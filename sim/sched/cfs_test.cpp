@@ -589,3 +589,60 @@ TEST_CASE(
   CHECK(fair::wakeup_preempt_entity(1000, 1000) == 0);
   CHECK(fair::wakeup_preempt_entity(1001, 1000) == 1);
 }
+
+TEST_CASE(
+    "cfs: a task group's entity weighs shares x its local load / its total load, within "
+    "[MIN_SHARES, shares]",
+    "[cfs][groups]") {
+  constexpr std::uint64_t kW = 1024;      // a nice-0 task's weight
+  constexpr std::uint64_t kS = kW << 10;  // cpu.shares 1024, scaled
+  // 16 nice-0 tasks of one group, 2 on each of 8 CPUs: 1/8 of the shares on each.
+  CHECK(fair::calc_group_shares(kS, 2 * kW, 16 * kW) == (std::uint64_t{128} << 10));
+  // 2 tasks on 2 CPUs: half each.
+  CHECK(fair::calc_group_shares(kS, kW, 2 * kW) == (std::uint64_t{512} << 10));
+  // All the group's load on this CPU: the whole shares, never more.
+  CHECK(fair::calc_group_shares(kS, 3 * kW, 3 * kW) == kS);
+  // A sliver of the load: the MIN_SHARES floor (2 scaled units), not 0.
+  CHECK(fair::calc_group_shares(kS, 1, 1000000) == fair::kMinShares);
+  // No load anywhere (the kernel's shares = tg_shares * 0): MIN_SHARES.
+  CHECK(fair::calc_group_shares(kS, 0, 0) == fair::kMinShares);
+  // Large scaled loads do not overflow: 88761 (nice -20) << 10 x 80 CPUs.
+  const std::uint64_t heavy = std::uint64_t{88761} << 10;
+  CHECK(fair::calc_group_shares(kS, heavy, std::uint64_t{80} * heavy) == kS / 80);
+}
+
+TEST_CASE(
+    "cfs: reweight_entity moves a queued entity's weight in the queue's load and charges the "
+    "current one at its old weight first",
+    "[cfs][groups]") {
+  const CfsTunables t = unscaled();
+  CfsRq rq(&t);
+  SchedEntity a(1);
+  SchedEntity b(2);
+  rq.enqueue_entity(a, 0, kEnqueueNone);
+  rq.enqueue_entity(b, 0, kEnqueueNone);
+  SchedEntity* cur = schedule(rq, 0);
+  REQUIRE(cur != nullptr);
+  SchedEntity& c = *cur;
+  SchedEntity& q = cur == &a ? b : a;
+  const std::int64_t v0 = c.vruntime;
+  CHECK(rq.load() == 2048);
+  // 1 ms at weight 1024 is 1 ms of vruntime; then 1 ms at 512 is 2 ms.
+  rq.reweight_entity(c, 512, kMs);
+  CHECK(c.vruntime == v0 + static_cast<std::int64_t>(kMs));
+  CHECK(c.weight == 512);
+  CHECK(rq.load() == 1536);
+  CHECK(rq.nr_running() == 2);
+  rq.update_curr(2 * kMs);
+  CHECK(c.vruntime == v0 + static_cast<std::int64_t>(3 * kMs));
+  // A queued, not current entity: its weight moves in the load, its vruntime stays.
+  const std::int64_t vq = q.vruntime;
+  rq.reweight_entity(q, 2048, 2 * kMs);
+  CHECK(rq.load() == 512 + 2048);
+  CHECK(q.vruntime == vq);
+  // Off the queue: only the entity changes.
+  rq.dequeue_entity(q, 2 * kMs, kDequeueSleep);
+  rq.reweight_entity(q, 1024, 2 * kMs);
+  CHECK(rq.load() == 512);
+  CHECK(q.weight == 1024);
+}
