@@ -145,8 +145,8 @@ constexpr double kRecheckNs = 1000;  // the spin re-reads owner and `preempted` 
 // given: true = __kvm_vcpu_is_preempted() (steal time), false = the native one.
 GuestRwsem make_rwsem(InProcessModel& m, bool vcpu_is_preempted) {
   const TscClock& clk = m.system().clock();
-  return GuestRwsem(m.system().params().dist("cost.guest.rwsem_slowpath").bind(clk),
-                    clk.from_ns(kRecheckNs), vcpu_is_preempted);
+  return {m.system().params().dist("cost.guest.rwsem_slowpath").bind(clk), clk.from_ns(kRecheckNs),
+          vcpu_is_preempted};
 }
 
 GuestKernel& kernel(InProcessModel& m, int cpu) {
