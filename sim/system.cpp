@@ -184,7 +184,15 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     owned_observers_.push_back(std::move(prog));
   }
 
+  // The VMs' task groups on the host (vm.cgroup): one per VM, or one for all.
+  const std::string& cgroup = p.s("vm.cgroup");
+  const auto shares = static_cast<std::uint64_t>(p.i("vm.cpu_shares"));
+  TaskGroup* shared_group =
+      cgroup == "shared" ? host_->scheduler().create_group("machine", shares) : nullptr;
   for (int vm = 0; vm < nvms; ++vm) {
+    TaskGroup* group = cgroup == "per_vm"
+                           ? host_->scheduler().create_group(fmt::format("vm{}", vm), shares)
+                           : shared_group;
     vms_.push_back(
         std::make_unique<Vm>(vm, vm * vcpus_per_vm_, vcpus_per_vm_, vm_cfg, [&](int vcpu) {
           const auto i = static_cast<std::size_t>(vcpu);
@@ -192,6 +200,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
         }));
     for (const auto& v : vms_.back()->vcpus()) {
       vcpus_.push_back(v.get());
+      host_->scheduler().attach(v->se(), group);
       host_->add_thread(v.get());
     }
   }

@@ -149,7 +149,11 @@ SchedEntity::SchedEntity(int id_, int nice_, CpuMask allowed_)
     : id(id_), nice(nice_), weight(nice_to_weight(nice_)), allowed(std::move(allowed_)) {}
 
 Tsc calc_delta_fair(Tsc delta, std::uint32_t weight) {
-  return weight == kNice0Load ? delta : calc_delta(delta, kNice0Load, weight);
+  return calc_delta_fair(delta, weight, kNice0Load);
+}
+
+Tsc calc_delta_fair(Tsc delta, std::uint32_t weight, std::uint32_t nice0) {
+  return weight == nice0 ? delta : calc_delta(delta, nice0, weight);
 }
 
 // update_curr(). Charges only a current entity that is still runnable: one
@@ -160,7 +164,7 @@ void CfsRq::update_curr(Tsc now) {
   const Tsc delta = now - curr_->exec_start;
   curr_->exec_start = now;
   curr_->sum_exec_runtime += delta;
-  curr_->vruntime += static_cast<std::int64_t>(calc_delta_fair(delta, curr_->weight));
+  curr_->vruntime += static_cast<std::int64_t>(calc_delta_fair(delta, curr_->weight, t_->nice0));
   update_min_vruntime();
 }
 
@@ -207,7 +211,7 @@ void CfsRq::enqueue_entity(SchedEntity& se, Tsc now, unsigned flags) {
   // dequeued was neither run time nor run delay.
   if (is_curr) se.exec_start = now;
   se.vruntime_relative = false;
-  load_ += se.weight;  // account_entity_enqueue()
+  add_load(se.weight);  // account_entity_enqueue()
   ++nr_running_;
   se.on_rq = true;
   if (!is_curr) {
@@ -225,7 +229,7 @@ void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
   clear_buddies(se);
   if (&se != curr_) tree_.erase(&se);
   se.on_rq = false;
-  load_ -= se.weight;
+  add_load(-static_cast<std::int64_t>(se.weight));
   --nr_running_;
   se.vruntime_relative = (flags & kDequeueSleep) == 0;
   if (se.vruntime_relative) se.vruntime -= min_vruntime_;
@@ -239,8 +243,7 @@ void CfsRq::dequeue_entity(SchedEntity& se, Tsc now, unsigned flags) {
 void CfsRq::reweight_entity(SchedEntity& se, std::uint32_t w, Tsc now) {
   if (se.on_rq) {
     if (curr_ == &se) update_curr(now);
-    load_ -= se.weight;  // account_entity_dequeue()
-    load_ += w;          // account_entity_enqueue()
+    add_load(static_cast<std::int64_t>(w) - se.weight);  // account_entity_dequeue() + _enqueue()
   }
   se.weight = w;  // update_load_set()
 }
@@ -250,6 +253,12 @@ void CfsRq::clear_buddies(const SchedEntity& se) {
   if (skip_ == &se) skip_ = nullptr;
   if (next_ == &se) next_ = nullptr;
   if (last_ == &se) last_ = nullptr;
+}
+
+bool CfsRq::clear_buddies_of(const SchedEntity& se) {
+  const bool was = skip_ == &se || next_ == &se || last_ == &se;
+  clear_buddies(se);
+  return was;
 }
 
 // pick_next_entity() (v4.16) with the current entity already put back in the
@@ -272,6 +281,32 @@ SchedEntity* CfsRq::pick_next_entity() const {
     se = const_cast<SchedEntity*>(last_);
   // "Someone really wants this to run. If it's not unfair, run it."
   if (next_ && next_->on_rq && next_ != curr_ && wakeup_preempt_entity(*next_, *left) < 1)
+    se = const_cast<SchedEntity*>(next_);
+  return se;
+}
+
+// v4.16's pick_next_entity(cfs_rq, curr): `curr` (runnable, out of the tree)
+// competes as if queued; then the skip, last and next buddies as above.
+SchedEntity* CfsRq::pick_next_entity(SchedEntity* curr) const {
+  if (curr == nullptr) return pick_next_entity();
+  ByVruntime before;
+  auto it = tree_.begin();
+  SchedEntity* left = it == tree_.end() || before(curr, *it) ? curr : *it;
+  SchedEntity* se = left;
+  if (skip_ == left) {
+    SchedEntity* second = nullptr;
+    if (left == curr) {
+      second = it == tree_.end() ? nullptr : *it;
+    } else {
+      auto n = std::next(it);
+      second = n == tree_.end() ? nullptr : *n;
+      if (second == nullptr || before(curr, second)) second = curr;
+    }
+    if (second != nullptr && wakeup_preempt_entity(*second, *left) < 1) se = second;
+  }
+  if (last_ && last_->on_rq && wakeup_preempt_entity(*last_, *left) < 1)
+    se = const_cast<SchedEntity*>(last_);
+  if (next_ && next_->on_rq && wakeup_preempt_entity(*next_, *left) < 1)
     se = const_cast<SchedEntity*>(next_);
   return se;
 }
@@ -342,7 +377,7 @@ Tsc CfsRq::slice_left(Tsc now) const {
         static_cast<std::int64_t>(ideal) - (c.vruntime - left->vruntime) + 1;  // vruntime to gain
     Tsc u = 0;  // execution whose calc_delta_fair() is >= need
     if (need > 0)
-      u = static_cast<Tsc>((static_cast<u128>(need) * c.weight + kNice0Load - 1) / kNice0Load);
+      u = static_cast<Tsc>((static_cast<u128>(need) * c.weight + t_->nice0 - 1) / t_->nice0);
     Tsc d = u > unaccounted ? u - unaccounted : 0;
     if (ran + d < t_->min_granularity) d = t_->min_granularity - ran;
     d2 = d;
@@ -386,20 +421,25 @@ Tsc CfsRq::sched_period(unsigned nr_running) const { return fair::sched_period(*
 
 // sched_slice(): the entity's weighted share of the period, counting it as
 // runnable here if it is not yet (as for a new or waking entity).
+// Under group scheduling the share is taken again at each level above, of
+// the group's entity in its own queue.
 Tsc CfsRq::sched_slice(const SchedEntity& se) const {
   const unsigned nr = nr_running_ + (se.on_rq ? 0 : 1);
   const std::uint64_t load = load_ + (se.on_rq ? 0 : se.weight);
-  return calc_delta(sched_period(nr), se.weight, load);
+  Tsc slice = calc_delta(sched_period(nr), se.weight, load);
+  for (const SchedEntity* p = se.parent; p != nullptr; p = p->parent)
+    slice = calc_delta(slice, p->weight, p->cfs_rq->load() + (p->on_rq ? 0 : p->weight));
+  return slice;
 }
 
 Tsc CfsRq::sched_vslice(const SchedEntity& se) const {
-  return calc_delta_fair(sched_slice(se), se.weight);
+  return calc_delta_fair(sched_slice(se), se.weight, t_->nice0);
 }
 
 // wakeup_gran(): the granularity in the woken entity's vruntime, so a heavier
 // waker preempts more easily.
 Tsc CfsRq::wakeup_gran(const SchedEntity& se) const {
-  return calc_delta_fair(t_->wakeup_granularity, se.weight);
+  return calc_delta_fair(t_->wakeup_granularity, se.weight, t_->nice0);
 }
 
 }  // namespace kvmsim

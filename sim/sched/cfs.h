@@ -3,8 +3,10 @@
 // deadlines instead of sleeper credit and wakeup_gran) is out of scope.
 //
 // Plain C++ with no SystemC: time is host TSC cycles, the caller passes `now`.
-// One level only: no group scheduling (cgroups, autogroup), no CFS bandwidth
-// control, no PELT (a queue's load is the sum of its entities' weights).
+// Group scheduling (a task group per VM, as a cgroup or an autogroup makes)
+// is one level deep, groups under the root (HostScheduler builds it from
+// these queues); no CFS bandwidth control, no PELT (a queue's load is the sum
+// of its entities' weights, a group's weight the ideal calc_group_shares()).
 // The buddies are v4.16's: skip (yield_task_fair), next (yield_to_task_fair
 // and a wake-up that preempts), last (the preempted curr of a wake-up
 // preemption on a queue with >= sched_nr_latency entities); NEXT_BUDDY off.
@@ -18,6 +20,9 @@
 #include "sim/core/time.h"
 
 namespace kvmsim {
+
+class CfsRq;
+struct TaskGroup;
 
 inline constexpr std::uint32_t kNice0Load = 1024;  // NICE_0_LOAD (without the 64-bit fixed point)
 
@@ -43,6 +48,12 @@ struct CfsTunables {
   bool load_balance = false;   // periodic load balancing at the tick (host.sched_load_balance)
   // sched_feat(WAKEUP_PREEMPTION) (host.sched_feat_wakeup_preemption)
   bool wakeup_preemption = true;
+  // Task groups on the host (CONFIG_FAIR_GROUP_SCHED with a group per VM):
+  // then weights are in the kernel's 64-bit scaled units (scale_load(), x 1024)
+  // so that a group's per-CPU share can be a fraction of a nice-0 weight, and
+  // NICE_0_LOAD is nice0 = 1024 << 10. Without groups nice0 is 1024.
+  bool groups = false;
+  std::uint32_t nice0 = kNice0Load;
 
   // From the normalized (unscaled) ns values, as sched_init_granularity() does at boot.
   static CfsTunables from_ns(const TscClock& clock, std::uint64_t latency_ns,
@@ -106,7 +117,7 @@ class CpuMask {
 struct SchedEntity {
   SchedEntity(int id_, int nice_ = 0, CpuMask allowed_ = CpuMask::all());
 
-  int id;  // unique; breaks vruntime ties so that runs are deterministic
+  int id;  // unique; breaks vruntime ties so that runs are deterministic (negative: a group's)
   void* owner =
       nullptr;  // the caller's thread object (Host::add_thread); not used by the scheduler
   int nice;
@@ -123,6 +134,16 @@ struct SchedEntity {
   int cpu = -1;                    // run queue it is on or last ran on; -1 before the first enqueue
   bool fresh = true;               // never enqueued yet: placed with START_DEBIT
   bool vruntime_relative = false;  // dequeued without kDequeueSleep: relative to that min_vruntime
+
+  // Group scheduling (HostScheduler with CfsTunables::groups): se->parent
+  // (the task's group's entity on its CPU; nullptr at the root), se->cfs_rq
+  // (the queue it is on or last ran on), se->my_q (a group's entity: its
+  // group's queue on that CPU). All nullptr without groups.
+  SchedEntity* parent = nullptr;
+  CfsRq* cfs_rq = nullptr;
+  CfsRq* my_q = nullptr;
+  TaskGroup* tg = nullptr;  // a task's group (constant); nullptr: the root
+  bool scaled = false;      // weight in scaled units (set once, by the scheduler)
 
   // sched_info: time runnable but not running (the steal time a vCPU sees).
   Tsc run_delay = 0;
@@ -161,6 +182,10 @@ class CfsRq {
   // pick_next_entity(): leftmost, or the second if the leftmost is the skip
   // buddy and the second is within wakeup_gran of it. Does not change state.
   [[nodiscard]] SchedEntity* pick_next_entity() const;
+  // The same with `curr` (still runnable, not in the tree) ranked as if it
+  // were queued: v4.16's pick_next_entity(cfs_rq, curr), which group
+  // scheduling's pick uses on the levels whose current entity stays.
+  [[nodiscard]] SchedEntity* pick_next_entity(SchedEntity* curr) const;
   void set_next_entity(SchedEntity& se, Tsc now);
   void put_prev_entity(Tsc now);
   // entity_tick() + check_preempt_tick(): true if the current entity should be preempted.
@@ -184,6 +209,14 @@ class CfsRq {
   // set_next_buddy() (yield_to_task_fair(), check_preempt_wakeup()): `se`,
   // queued here, is picked next if it is within wakeup_gran of the leftmost.
   void set_next_buddy(const SchedEntity& se) { next_ = &se; }
+  void set_last_buddy(const SchedEntity& se) { last_ = &se; }
+  void set_skip_buddy(const SchedEntity& se) { skip_ = &se; }
+  // __clear_buddies_*() on this queue: `se` stops being any of its buddies;
+  // true if it was one.
+  bool clear_buddies_of(const SchedEntity& se);
+  // The sum of the loads of a task group's queues, kept up to date by this
+  // queue when it is one of them (tg->load_avg's stand-in).
+  void set_group_load_sum(std::uint64_t* sum) { load_sum_ = sum; }
   [[nodiscard]] const SchedEntity* next_buddy() const { return next_; }
   [[nodiscard]] const SchedEntity* last_buddy() const { return last_; }
   [[nodiscard]] const SchedEntity* skip_buddy() const { return skip_; }
@@ -226,6 +259,12 @@ class CfsRq {
   const SchedEntity* next_ = nullptr;  // cfs_rq->next (set_next_buddy())
   const SchedEntity* last_ = nullptr;  // cfs_rq->last (set_last_buddy(), LAST_BUDDY)
   void clear_buddies(const SchedEntity& se);
+  void add_load(std::int64_t d) {
+    load_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(load_) + d);
+    if (load_sum_ != nullptr)
+      *load_sum_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(*load_sum_) + d);
+  }
+  std::uint64_t* load_sum_ = nullptr;
   unsigned nr_running_ = 0;
   std::uint64_t load_ = 0;
   std::int64_t min_vruntime_ = 0;
@@ -233,5 +272,7 @@ class CfsRq {
 
 // calc_delta_fair(): delta scaled to NICE_0 vruntime, delta * 1024 / weight.
 Tsc calc_delta_fair(Tsc delta, std::uint32_t weight);
+// The same with NICE_0_LOAD given (scaled units under group scheduling).
+Tsc calc_delta_fair(Tsc delta, std::uint32_t weight, std::uint32_t nice0);
 
 }  // namespace kvmsim

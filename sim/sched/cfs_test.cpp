@@ -591,8 +591,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "cfs: a task group's entity weighs shares x its local load / its total load, within "
-    "[MIN_SHARES, shares]",
+    "cfs: a task group's entity weighs shares x its local load / its total load, clamped "
+    "between MIN_SHARES and shares",
     "[cfs][groups]") {
   constexpr std::uint64_t kW = 1024;      // a nice-0 task's weight
   constexpr std::uint64_t kS = kW << 10;  // cpu.shares 1024, scaled

@@ -25,6 +25,7 @@ HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunabl
     machine.push_back(c);
   }
   need_resched_.assign(static_cast<std::size_t>(n), false);
+  nr_tasks_.assign(static_cast<std::size_t>(n), 0);
   // Scheduling domains, smallest first; a level spanning the same pCPUs as
   // its child is dropped (sd_degenerate()).
   for (int c = 0; c < n; ++c) {
@@ -46,14 +47,105 @@ CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& cloc
       parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
   t.load_balance = p.b("host.sched_load_balance");
   t.wakeup_preemption = p.b("host.sched_feat_wakeup_preemption");
+  t.groups = p.s("vm.cgroup") != "none" || p.s("host.hog.cgroup") == "own";
+  t.nice0 = t.groups ? kNice0Load << 10 : kNice0Load;  // scale_load(NICE_0_LOAD)
   return t;
+}
+
+TaskGroup* HostScheduler::create_group(std::string name, std::uint64_t shares) {
+  if (!tunables_.groups)
+    throw std::logic_error("create_group: the scheduler was built without group scheduling");
+  auto g = std::make_unique<TaskGroup>();
+  g->id = static_cast<int>(groups_.size());
+  g->name = std::move(name);
+  g->shares = std::max<std::uint64_t>(shares, fair::kMinShares) * (tunables_.nice0 / kNice0Load);
+  const int n = cpus();
+  for (int c = 0; c < n; ++c) {
+    g->rq.push_back(std::make_unique<CfsRq>(&tunables_));
+    g->rq.back()->set_group_load_sum(&g->load_sum);
+    // init_tg_cfs_entry(): NICE_0_LOAD until the first update_cfs_group().
+    auto ge = std::make_unique<SchedEntity>(-(1 + g->id * n + c));
+    ge->weight = tunables_.nice0;
+    ge->scaled = true;
+    ge->fresh = false;
+    ge->cpu = c;
+    ge->my_q = g->rq.back().get();
+    ge->cfs_rq = &rqs_[static_cast<std::size_t>(c)];
+    g->se.push_back(std::move(ge));
+  }
+  groups_.push_back(std::move(g));
+  return groups_.back().get();
+}
+
+void HostScheduler::attach(SchedEntity& se, TaskGroup* tg) const {
+  if (se.on_rq) throw std::logic_error("attach: entity " + std::to_string(se.id) + " is queued");
+  if (tg != nullptr && !tunables_.groups)
+    throw std::logic_error("attach: the scheduler was built without group scheduling");
+  se.tg = tg;
+}
+
+unsigned HostScheduler::nr_running(int cpu) const {
+  return tunables_.groups ? nr_tasks_.at(static_cast<std::size_t>(cpu)) : rq(cpu).nr_running();
+}
+
+std::uint64_t HostScheduler::task_h_load(const SchedEntity& se) {
+  if (se.parent == nullptr) return se.weight;
+  const std::uint64_t q = se.cfs_rq->load();
+  return q == 0 ? se.weight
+                : static_cast<std::uint64_t>(static_cast<u128>(se.weight) * se.parent->weight / q);
+}
+
+SchedEntity* HostScheduler::curr(int cpu) const {
+  SchedEntity* c = rq(cpu).curr();
+  while (c != nullptr && c->my_q != nullptr) c = c->my_q->curr();
+  return c;
+}
+
+CfsRq& HostScheduler::queue_of(const SchedEntity& se, int cpu) {
+  const auto c = static_cast<std::size_t>(cpu);
+  return se.tg != nullptr ? *se.tg->rq.at(c) : rqs_.at(c);
+}
+
+const CfsRq& HostScheduler::queue_of(const SchedEntity& se, int cpu) const {
+  const auto c = static_cast<std::size_t>(cpu);
+  return se.tg != nullptr ? *se.tg->rq.at(c) : rqs_.at(c);
+}
+
+bool HostScheduler::is_curr(const SchedEntity& se) const {
+  return se.cpu >= 0 && queue_of(se, se.cpu).curr() == &se;
+}
+
+std::vector<SchedEntity*> HostScheduler::queued_tasks(int cpu) const {
+  std::vector<SchedEntity*> out;
+  const auto add = [&](const CfsRq& q, const auto& self) -> void {
+    for (SchedEntity* e : q.queued()) {
+      if (e->my_q == nullptr) {
+        out.push_back(e);
+      } else {
+        self(*e->my_q, self);
+      }
+    }
+    const SchedEntity* c = q.curr();
+    if (c != nullptr && c->my_q != nullptr) self(*c->my_q, self);
+  };
+  if (!tunables_.groups) return rq(cpu).queued();
+  add(rq(cpu), add);
+  return out;
+}
+
+// update_cfs_group(): the group's entity on its pCPU gets its share of the
+// group's weight from the group's load there and everywhere.
+void HostScheduler::update_cfs_group(SchedEntity& ge, Tsc now) {
+  const TaskGroup& g = *groups_.at(static_cast<std::size_t>((-ge.id - 1) / cpus()));
+  const std::uint64_t w = fair::calc_group_shares(g.shares, ge.my_q->load(), g.load_sum);
+  rq_mut(ge.cpu).reweight_entity(ge, static_cast<std::uint32_t>(w), now);
 }
 
 int HostScheduler::select_task_rq(const SchedEntity& se, int prev_cpu, int waker_cpu) const {
   const int n = cpus();
   if (prev_cpu >= n || waker_cpu >= n) throw std::out_of_range("select_task_rq: cpu out of range");
   // Still current where it last ran (dequeued, schedule() pending): stay.
-  if (se.cpu >= 0 && !se.on_rq && rq(se.cpu).curr() == &se) return se.cpu;
+  if (se.cpu >= 0 && !se.on_rq && is_curr(se)) return se.cpu;
   if (prev_cpu < 0) return find_idlest_cpu(se);
   // wake_affine_idle(): an idle waker pCPU sharing the cache with prev pulls
   // the wakee unless prev is idle as well.
@@ -75,7 +167,7 @@ int HostScheduler::find_idlest_cpu(const SchedEntity& se) const {
     unsigned nr = 0;
     for (int c : group) {
       load += rq(c).load();
-      nr += rq(c).nr_running();
+      nr += nr_running(c);
     }
     return std::make_pair(load, nr);
   };
@@ -142,7 +234,7 @@ void HostScheduler::enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
                            cpu_text(cpu));
   if (se.on_rq) throw std::logic_error("enqueue: entity " + std::to_string(se.id) + " is queued");
   const bool moved = se.cpu >= 0 && se.cpu != cpu;
-  if (moved && rq(se.cpu).curr() == &se)
+  if (moved && is_curr(se))
     throw std::logic_error("enqueue: entity " + std::to_string(se.id) + " is still current on " +
                            cpu_text(se.cpu) + "; call pick_next there first");
   // Make the enqueue_entity() renormalisation right whatever the entity went
@@ -153,7 +245,7 @@ void HostScheduler::enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
   if (!se.fresh) {
     const bool wakeup = (flags & kEnqueueWakeup) != 0;
     if (!se.vruntime_relative && (moved || !wakeup)) {
-      se.vruntime -= rq(se.cpu).min_vruntime();
+      se.vruntime -= queue_of(se, se.cpu).min_vruntime();
       se.vruntime_relative = true;
     }
     if (se.vruntime_relative && wakeup) f |= kEnqueueMigrated;
@@ -163,20 +255,68 @@ void HostScheduler::enqueue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
     ++se.nr_migrations;
     if (on_migrate) on_migrate(se, se.cpu, cpu, now);
   }
-  dst.enqueue_entity(se, now, f);
-  se.cpu = cpu;
+  if (tunables_.groups) {
+    enqueue_task(cpu, se, now, f);
+  } else {
+    dst.enqueue_entity(se, now, f);
+    se.cpu = cpu;
+  }
   if ((flags & kEnqueueWakeup) != 0) ++counters_.wakeups;
 }
 
+// enqueue_task_fair() with groups: the task on its group's queue, then the
+// group's entity on the root (as a wake-up: sleeper placement) if it was not
+// queued, reweighted either way.
+void HostScheduler::enqueue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
+  if (!se.scaled) {  // scale_load()
+    se.weight *= tunables_.nice0 / kNice0Load;
+    se.scaled = true;
+  }
+  CfsRq& q = queue_of(se, cpu);
+  se.cfs_rq = &q;
+  se.parent = se.tg != nullptr ? se.tg->se.at(static_cast<std::size_t>(cpu)).get() : nullptr;
+  q.enqueue_entity(se, now, flags);
+  se.cpu = cpu;
+  if (se.parent != nullptr) {
+    SchedEntity& ge = *se.parent;
+    update_cfs_group(ge, now);
+    if (!ge.on_rq) rq_mut(cpu).enqueue_entity(ge, now, kEnqueueWakeup);
+  }
+  ++nr_tasks_[static_cast<std::size_t>(cpu)];
+}
+
+// dequeue_task_fair() with groups: the group's entity leaves the root when
+// its queue empties; otherwise a sleeping task makes it the root's next
+// buddy ("bias pick_next to pick a task from this cfs_rq") and it is
+// reweighted.
+void HostScheduler::dequeue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
+  if (!tunables_.groups) {
+    rq_mut(cpu).dequeue_entity(se, now, flags);
+    return;
+  }
+  CfsRq& q = *se.cfs_rq;
+  q.dequeue_entity(se, now, flags);
+  if (se.parent != nullptr) {
+    SchedEntity& ge = *se.parent;
+    if (q.nr_running() == 0) {
+      rq_mut(cpu).dequeue_entity(ge, now, kDequeueSleep);
+    } else {
+      if ((flags & kDequeueSleep) != 0) rq_mut(cpu).set_next_buddy(ge);
+      update_cfs_group(ge, now);
+    }
+  }
+  --nr_tasks_[static_cast<std::size_t>(cpu)];
+}
+
 void HostScheduler::dequeue(int cpu, SchedEntity& se, Tsc now, unsigned flags) {
-  CfsRq& r = rq_mut(cpu);
   if (!se.on_rq || se.cpu != cpu)
     throw std::logic_error("dequeue: entity " + std::to_string(se.id) + " not on " + cpu_text(cpu));
-  r.dequeue_entity(se, now, flags);
-  if (r.curr() == &se) need_resched_[static_cast<std::size_t>(cpu)] = true;
+  dequeue_task(cpu, se, now, flags);
+  if (is_curr(se)) need_resched_[static_cast<std::size_t>(cpu)] = true;
 }
 
 SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
+  if (tunables_.groups) return pick_next_groups(cpu, now);
   CfsRq& r = rq_mut(cpu);
   SchedEntity* prev = r.curr();
   const bool yielded = prev != nullptr && prev->on_rq && r.skip_buddy() == prev;
@@ -192,8 +332,99 @@ SchedEntity* HostScheduler::pick_next(int cpu, Tsc now) {
   return next;
 }
 
+// pick_next_task_fair() with groups (v4.16): down from the root, each level's
+// current entity ranked with its queue (pick_next_entity(cfs_rq, curr)) and
+// the picked one cleared of its buddies; then, if the task changes, the
+// levels below where the old and new paths meet are put back and set (the
+// is_same_group() walk), so a group's entity keeps its root slice while its
+// tasks switch. A re-pick of the running task changes nothing.
+SchedEntity* HostScheduler::pick_next_groups(int cpu, Tsc now) {
+  SchedEntity* prev = curr(cpu);
+  const bool yielded = prev != nullptr && prev->on_rq && prev->cfs_rq->skip_buddy() == prev;
+  SchedEntity* next = pick_path(cpu, now);
+  bool put = false;
+  if (next == nullptr) {
+    put_path(cpu, now);
+    put = true;
+    if (idle_balance(cpu, now) != nullptr) next = pick_path(cpu, now);
+  }
+  if (yielded) ++(next == prev ? counters_.yield_repicks : counters_.yield_switches);
+  if (next != prev) {
+    if (next == nullptr) {
+      if (!put) put_path(cpu, now);
+    } else if (!put && prev != nullptr && prev->cfs_rq == next->cfs_rq) {
+      next->cfs_rq->put_prev_entity(now);
+      next->cfs_rq->set_next_entity(*next, now);
+    } else {
+      if (!put) put_path(cpu, now);
+      set_path(*next, now);
+    }
+    ++counters_.context_switches;
+  }
+  need_resched_[static_cast<std::size_t>(cpu)] = false;
+  return next;
+}
+
+SchedEntity* HostScheduler::pick_path(int cpu, Tsc now) {
+  CfsRq* q = &rq_mut(cpu);
+  for (;;) {
+    SchedEntity* c = q->curr();
+    if (c != nullptr && c->on_rq) {
+      q->update_curr(now);
+    } else {
+      c = nullptr;
+    }
+    const SchedEntity* buddy = q->next_buddy();
+    SchedEntity* se = q->pick_next_entity(c);
+    if (se == nullptr) return nullptr;
+    if (q == &rq_mut(cpu) && buddy != nullptr) {  // counted at the root
+      const SchedEntity* f = q->first();
+      const SchedEntity* left = c != nullptr && (f == nullptr || c->vruntime < f->vruntime ||
+                                                 (c->vruntime == f->vruntime && c->id < f->id))
+                                    ? c
+                                    : f;
+      if (buddy != left)
+        ++(se == buddy ? counters_.next_buddy_picks : counters_.next_buddy_refused);
+    }
+    q->clear_buddies_of(*se);
+    if (se->my_q == nullptr) return se;
+    q = se->my_q;
+  }
+}
+
+// put_prev_task_fair(): every level of the running path, bottom up.
+void HostScheduler::put_path(int cpu, Tsc now) {
+  CfsRq& root = rq_mut(cpu);
+  if (SchedEntity* c = root.curr(); c != nullptr && c->my_q != nullptr)
+    c->my_q->put_prev_entity(now);
+  root.put_prev_entity(now);
+}
+
+// set_next_entity() on every level of `next`'s path, top down.
+void HostScheduler::set_path(SchedEntity& next, Tsc now) {
+  if (next.parent != nullptr) next.parent->cfs_rq->set_next_entity(*next.parent, now);
+  next.cfs_rq->set_next_entity(next, now);
+}
+
 bool HostScheduler::tick(int cpu, Tsc now) {
   const auto i = static_cast<std::size_t>(cpu);
+  if (tunables_.groups) {  // task_tick_fair(): entity_tick() on every level, bottom up
+    bool preempt = false;
+    if (SchedEntity* t = curr(cpu); t != nullptr) {
+      preempt = t->cfs_rq->entity_tick(now);
+      if (t->parent != nullptr) {
+        CfsRq& root = rq_mut(cpu);
+        root.update_curr(now);
+        if (t->parent->on_rq) update_cfs_group(*t->parent, now);
+        preempt = root.entity_tick(now) || preempt;
+      }
+    }
+    if (preempt && !need_resched_.at(i)) {
+      ++counters_.tick_preemptions;
+      need_resched_[i] = true;
+    }
+    return need_resched_.at(i);
+  }
   if (rq_mut(cpu).entity_tick(now) && !need_resched_.at(i)) {
     ++counters_.tick_preemptions;
     need_resched_[i] = true;
@@ -207,6 +438,7 @@ bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) 
                            cpu_text(cpu));
   const auto i = static_cast<std::size_t>(cpu);
   if (need_resched_.at(i)) return true;  // check_preempt_wakeup(): already rescheduling
+  if (tunables_.groups) return wakeup_preempts_groups(cpu, woken, now);
   CfsRq& r = rq_mut(cpu);
   const bool busy = r.curr() != nullptr && r.curr()->on_rq;
   if (!r.check_preempt_wakeup(woken, now)) return false;
@@ -215,20 +447,68 @@ bool HostScheduler::wakeup_preempts(int cpu, const SchedEntity& woken, Tsc now) 
   return true;
 }
 
+// check_preempt_wakeup() with groups: the woken task and the current one are
+// compared on the level where their ancestors meet (find_matching_se());
+// a preempting wake-up makes the woken side the next buddy from there up,
+// and the current task the last buddy when both are tasks of one queue of
+// at least sched_nr_latency.
+bool HostScheduler::wakeup_preempts_groups(int cpu, const SchedEntity& woken, Tsc now) {
+  const auto i = static_cast<std::size_t>(cpu);
+  SchedEntity* ct = curr(cpu);
+  if (ct == nullptr || !ct->on_rq) {  // idle, or its task just blocked
+    need_resched_[i] = true;
+    return true;
+  }
+  if (ct == &woken || !tunables_.wakeup_preemption) return false;
+  const bool scale = ct->cfs_rq->nr_running() >= tunables_.nr_latency;
+  SchedEntity* se = ct;
+  const SchedEntity* pse = &woken;
+  if (se->cfs_rq != pse->cfs_rq) {
+    if (se->parent != nullptr) se = se->parent;
+    if (pse->parent != nullptr) pse = pse->parent;
+  }
+  if (se == pse) return false;
+  CfsRq& q = *se->cfs_rq;
+  q.update_curr(now);
+  if (q.wakeup_preempt_entity(*se, *pse) != 1) return false;
+  q.set_next_buddy(*pse);
+  if (pse->parent != nullptr) pse->parent->cfs_rq->set_next_buddy(*pse->parent);
+  if (scale && se->my_q == nullptr && se->on_rq) {
+    q.set_last_buddy(*se);
+    if (se->parent != nullptr) se->parent->cfs_rq->set_last_buddy(*se->parent);
+  }
+  need_resched_[i] = true;
+  ++counters_.wakeup_preemptions;
+  return true;
+}
+
 int HostScheduler::yield_to(int cpu, const SchedEntity& target, Tsc now) {
   if (target.cpu < 0) return kYieldToFailed;  // never ran: no task_rq()
-  CfsRq& p_rq = rq_mut(target.cpu);
   // "If we're the only runnable task on the rq and target rq also has only
   // one task, there's absolutely no point in yielding."
-  if (rq(cpu).nr_running() == 1 && p_rq.nr_running() == 1) return kYieldToEsrch;
-  if (p_rq.curr() == &target || !target.on_rq) return kYieldToFailed;  // task_running(), p->state
-  p_rq.set_next_buddy(target);                                         // yield_to_task_fair()
+  if (nr_running(cpu) == 1 && nr_running(target.cpu) == 1) return kYieldToEsrch;
+  if (is_curr(target) || !target.on_rq) return kYieldToFailed;  // task_running(), p->state
+  // yield_to_task_fair(): set_next_buddy() on every level.
+  queue_of(target, target.cpu).set_next_buddy(target);
+  if (target.parent != nullptr) target.parent->cfs_rq->set_next_buddy(*target.parent);
   yield(cpu, now);
   if (target.cpu != cpu) need_resched_[static_cast<std::size_t>(target.cpu)] = true;
   return kYieldToDone;
 }
 
 void HostScheduler::yield(int cpu, Tsc now) {
+  if (tunables_.groups) {  // yield_task_fair(): the skip buddy on every level
+    SchedEntity* c = curr(cpu);
+    if (c != nullptr && nr_running(cpu) > 1) {
+      if (c->cfs_rq->clear_buddies_of(*c) && c->parent != nullptr)
+        c->parent->cfs_rq->clear_buddies_of(*c->parent);
+      c->cfs_rq->update_curr(now);
+      c->cfs_rq->set_skip_buddy(*c);
+      if (c->parent != nullptr) c->parent->cfs_rq->set_skip_buddy(*c->parent);
+    }
+    need_resched_[static_cast<std::size_t>(cpu)] = true;
+    return;
+  }
   rq_mut(cpu).yield(now);
   need_resched_[static_cast<std::size_t>(cpu)] = true;  // sys_sched_yield() calls schedule()
 }
@@ -236,10 +516,10 @@ void HostScheduler::yield(int cpu, Tsc now) {
 // can_migrate_task() on one source queue, least recently run first (the
 // tail of rq->cfs_tasks): allowed on dst, not running, not cache hot
 // (task_hot(): ran within sched_migration_cost; never-run entities are cold).
-SchedEntity* HostScheduler::detachable(const CfsRq& src, int dst_cpu, Tsc now) const {
+SchedEntity* HostScheduler::detachable(int src, int dst_cpu, Tsc now) const {
   SchedEntity* best = nullptr;
   const Tsc cost = tunables_.migration_cost;
-  for (SchedEntity* e : src.queued()) {
+  for (SchedEntity* e : queued_tasks(src)) {
     if (!e->allowed.test(dst_cpu)) continue;
     const bool hot = cost > 0 && e->pcount > 0 && now < e->exec_start + cost;
     if (hot) continue;
@@ -256,16 +536,16 @@ SchedEntity* HostScheduler::idle_balance(int cpu, Tsc now) {
     // pinned or hot is skipped for the next (LBF_ALL_PINNED redo).
     std::vector<int> sources;
     for (int c : span)
-      if (c != cpu && rq(c).nr_running() >= 2) sources.push_back(c);
+      if (c != cpu && nr_running(c) >= 2) sources.push_back(c);
     std::sort(sources.begin(), sources.end(), [&](int a, int b) {
-      return std::make_tuple(rq(b).load(), rq(b).nr_running(), a) <
-             std::make_tuple(rq(a).load(), rq(a).nr_running(), b);
+      return std::make_tuple(rq(b).load(), nr_running(b), a) <
+             std::make_tuple(rq(a).load(), nr_running(a), b);
     });
     for (int src : sources) {
-      SchedEntity* e = detachable(rq(src), cpu, now);
+      SchedEntity* e = detachable(src, cpu, now);
       if (e == nullptr) continue;
       // detach_task() / attach_task(): moved as a non-wake-up, relative vruntime.
-      rq_mut(src).dequeue_entity(*e, now, kDequeueNone);
+      dequeue_task(src, *e, now, kDequeueNone);
       enqueue(cpu, *e, now, kEnqueueNone);
       ++counters_.idle_balance_pulls;
       return e;
@@ -276,7 +556,7 @@ SchedEntity* HostScheduler::idle_balance(int cpu, Tsc now) {
 
 std::vector<std::pair<int, SchedEntity*>> HostScheduler::nohz_idle_balance(int busy_cpu, Tsc now) {
   std::vector<std::pair<int, SchedEntity*>> pulled;
-  if (rq(busy_cpu).nr_running() < 2) return pulled;
+  if (nr_running(busy_cpu) < 2) return pulled;
   for (int c = 0; c < cpus(); ++c)
     if (c != busy_cpu && idle(c))
       if (SchedEntity* e = idle_balance(c, now); e != nullptr) pulled.emplace_back(c, e);
@@ -324,7 +604,7 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     for (int x : g.cpus) {
       seen[static_cast<std::size_t>(x)] = true;
       g.load += rq(x).load();
-      g.nr += rq(x).nr_running();
+      g.nr += nr_running(x);
     }
     g.avg = g.load * kNice0Load / g.cpus.size();
     groups.push_back(std::move(g));
@@ -361,8 +641,8 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     std::uint64_t max_pull = busiest->avg - sds_avg;
     // load_above_capacity: "if there aren't any idle cpus, avoid creating some".
     if (busiest->nr > busiest->cpus.size() && local->nr > local->cpus.size()) {
-      const std::uint64_t above =
-          (busiest->nr - busiest->cpus.size()) * kNice0Load * kNice0Load / busiest->cpus.size();
+      const std::uint64_t above = (busiest->nr - busiest->cpus.size()) * tunables_.nice0 *
+                                  kNice0Load / busiest->cpus.size();
       max_pull = std::min(max_pull, above);
     }
     imbalance =
@@ -381,13 +661,13 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
   // find_busiest_queue(): the heaviest queue of the group with a task to move.
   int src = -1;
   for (int c : busiest->cpus)
-    if (rq(c).nr_running() >= 2 && (src < 0 || rq(c).load() > rq(src).load())) src = c;
+    if (nr_running(c) >= 2 && (src < 0 || rq(c).load() > rq(src).load())) src = c;
   if (src < 0) return 0;
   // detach_tasks(): least recently run first; not running, allowed here, not
   // cache hot; a task whose half load exceeds what is left is skipped.
   int moved = 0;
   auto left = static_cast<std::int64_t>(imbalance);
-  std::vector<SchedEntity*> cands = rq(src).queued();
+  std::vector<SchedEntity*> cands = queued_tasks(src);
   std::sort(cands.begin(), cands.end(), [](const SchedEntity* a, const SchedEntity* b) {
     return std::tie(a->exec_start, a->id) < std::tie(b->exec_start, b->id);
   });
@@ -396,19 +676,33 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     if (left <= 0) break;
     if (!e->allowed.test(cpu)) continue;
     if (cost > 0 && e->pcount > 0 && now < e->exec_start + cost) continue;  // task_hot()
-    if (static_cast<std::int64_t>(e->weight / 2) > left) continue;
-    rq_mut(src).dequeue_entity(*e, now, kDequeueNone);
+    const auto h_load = static_cast<std::int64_t>(task_h_load(*e));
+    if (h_load / 2 > left) continue;
+    dequeue_task(src, *e, now, kDequeueNone);
     enqueue(cpu, *e, now, kEnqueueNone);
     ++counters_.load_balance_pulls;
     pulled.push_back(e);
-    left -= e->weight;
+    left -= h_load;
     ++moved;
   }
   return moved;
 }
 
-Tsc HostScheduler::slice_left(int cpu, Tsc now) const { return rq(cpu).slice_left(now); }
+// With groups the earliest of the levels' (each level's check_preempt_tick()).
+Tsc HostScheduler::slice_left(int cpu, Tsc now) const {
+  if (!tunables_.groups) return rq(cpu).slice_left(now);
+  const SchedEntity* t = curr(cpu);
+  if (t == nullptr) return kTscNever;
+  Tsc left = t->cfs_rq->slice_left(now);
+  if (t->parent != nullptr) left = std::min(left, rq(cpu).slice_left(now));
+  return left;
+}
 
-void HostScheduler::update_curr(int cpu, Tsc now) { rq_mut(cpu).update_curr(now); }
+void HostScheduler::update_curr(int cpu, Tsc now) {
+  if (tunables_.groups)
+    if (SchedEntity* t = curr(cpu); t != nullptr && t->parent != nullptr)
+      t->cfs_rq->update_curr(now);
+  rq_mut(cpu).update_curr(now);
+}
 
 }  // namespace kvmsim

@@ -19,11 +19,28 @@
 // balancing (rebalance_domains(), optional: host.sched_load_balance),
 // nohz_idle_balance() is a simplified stand-in for idle pCPUs, wake_affine_weight (WA_WEIGHT) and
 // wake_wide, the SIS_PROP scan limit and avg_idle cut-offs of select_idle_cpu/newidle_balance, NUMA
-// balancing, group scheduling, PELT (load is the sum of weights).
+// balancing, nested task groups, PELT (load is the sum of weights; a group's
+// entity weighs the ideal calc_group_shares()).
+//
+// Group scheduling (CfsTunables::groups, from vm.cgroup / host.hog.cgroup):
+// a TaskGroup under the root has a queue and an entity per pCPU, as
+// libvirt's cgroup per VM or an autogroup per QEMU session gives. Then, as
+// v4.16's fair.c: enqueue and dequeue walk up (a group's entity is queued
+// while its queue has a task, reweighted for this pCPU at each change and
+// tick, and a task sleeping beside others makes its group's entity the next
+// buddy); pick goes down from the root, ranking each level's current entity
+// with the queued ones, and puts back / sets only the levels that change
+// (a group keeps its root slice while its tasks switch); the tick checks
+// every level; a wake-up is compared with the current task on the level
+// where their ancestors meet; yield_to's next and yield's skip buddies are
+// set on every level; balancing counts tasks and moves a task's
+// hierarchical load (task_h_load).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +50,16 @@
 namespace kvmsim {
 
 class ParamSet;
+
+// struct task_group, one level under the root.
+struct TaskGroup {
+  int id = 0;
+  std::string name;
+  std::uint64_t shares = 0;                      // tg->shares, scaled
+  std::vector<std::unique_ptr<CfsRq>> rq;        // tg->cfs_rq[cpu]
+  std::vector<std::unique_ptr<SchedEntity>> se;  // tg->se[cpu]
+  std::uint64_t load_sum = 0;                    // sum of the rq loads
+};
 
 struct SchedCounters {
   std::uint64_t context_switches = 0;    // rq->nr_switches: pick_next() chose another entity
@@ -166,12 +193,26 @@ class HostScheduler {
   // (for reading run time in metrics).
   void update_curr(int cpu, Tsc now);
 
+  // A task group under the root with cpu.shares `shares` (unscaled, 1024 =
+  // a nice-0 task); only with tunables().groups (std::logic_error otherwise).
+  TaskGroup* create_group(std::string name, std::uint64_t shares);
+  // Puts `se` (not yet enqueued) into `tg` (nullptr: the root).
+  void attach(SchedEntity& se, TaskGroup* tg) const;
+  [[nodiscard]] const std::vector<std::unique_ptr<TaskGroup>>& groups() const { return groups_; }
+  // rq->nr_running: the runnable tasks on `cpu`, in every group.
+  [[nodiscard]] unsigned nr_running(int cpu) const;
+  // task_h_load(): a task's share of its pCPU's root load (its weight
+  // without groups).
+  [[nodiscard]] static std::uint64_t task_h_load(const SchedEntity& se);
+
   [[nodiscard]] int cpus() const { return static_cast<int>(rqs_.size()); }
-  [[nodiscard]] SchedEntity* curr(int cpu) const { return rq(cpu).curr(); }
+  // The running task of `cpu` (or the one that just blocked, until pick_next).
+  [[nodiscard]] SchedEntity* curr(int cpu) const;
   [[nodiscard]] bool idle(int cpu) const { return rq(cpu).idle(); }  // idle_cpu()
   [[nodiscard]] bool need_resched(int cpu) const {
     return need_resched_.at(static_cast<std::size_t>(cpu));
   }
+  // The root queue of `cpu` (with groups its entities are groups and root tasks).
   [[nodiscard]] const CfsRq& rq(int cpu) const { return rqs_.at(static_cast<std::size_t>(cpu)); }
   [[nodiscard]] const SchedCounters& counters() const { return counters_; }
   [[nodiscard]] const CfsTunables& tunables() const { return tunables_; }
@@ -185,7 +226,22 @@ class HostScheduler {
   [[nodiscard]] int select_idle_sibling(const SchedEntity& se, int prev, int target) const;
   [[nodiscard]] int find_idlest_cpu(const SchedEntity& se) const;
   [[nodiscard]] int select_fallback_rq(const SchedEntity& se, int prev) const;
-  [[nodiscard]] SchedEntity* detachable(const CfsRq& src, int dst_cpu, Tsc now) const;
+  [[nodiscard]] SchedEntity* detachable(int src, int dst_cpu, Tsc now) const;
+  // The task's queue on `cpu`: its group's there, or the root's.
+  CfsRq& queue_of(const SchedEntity& se, int cpu);
+  [[nodiscard]] const CfsRq& queue_of(const SchedEntity& se, int cpu) const;
+  [[nodiscard]] bool is_curr(const SchedEntity& se) const;  // task_running()
+  // Queued (runnable, not running) tasks of `cpu`, every level.
+  [[nodiscard]] std::vector<SchedEntity*> queued_tasks(int cpu) const;
+  // dequeue_task_fair() without need_resched (a move by the balancer).
+  void dequeue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags);
+  void enqueue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags);
+  void update_cfs_group(SchedEntity& ge, Tsc now);
+  SchedEntity* pick_next_groups(int cpu, Tsc now);
+  SchedEntity* pick_path(int cpu, Tsc now);
+  void put_path(int cpu, Tsc now);
+  static void set_path(SchedEntity& next, Tsc now);
+  bool wakeup_preempts_groups(int cpu, const SchedEntity& woken, Tsc now);
 
   const Topology& topo_;
   CfsTunables tunables_;  // before rqs_: they point at it
@@ -196,6 +252,8 @@ class HostScheduler {
   std::vector<std::vector<Tsc>> next_balance_;  // per cpu, per level: sd->last_balance + interval
   int load_balance(int cpu, std::size_t level, Tsc now, std::vector<SchedEntity*>& pulled);
   SchedCounters counters_;
+  std::vector<std::unique_ptr<TaskGroup>> groups_;
+  std::vector<unsigned> nr_tasks_;  // with groups: rq->nr_running per cpu
 };
 
 }  // namespace kvmsim

@@ -75,7 +75,15 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
         static_cast<Tsc>(phase.uniform() * static_cast<double>(period)),
         p.dist("cost.host.kworker").bind(clk)));
   }
-  for (auto& t : tasks) host.add_thread(t.get());
+  // host.hog.cgroup own: the hogs share one task group (cpu.shares 1024).
+  TaskGroup* hogs = p.s("host.hog.cgroup") == "own" && p.i("host.hog.count") > 0
+                        ? host.scheduler().create_group("hogs", kNice0Load)
+                        : nullptr;
+  for (auto& t : tasks) {
+    if (hogs != nullptr && dynamic_cast<HostCpuHog*>(t.get()) != nullptr)
+      host.scheduler().attach(t->se(), hogs);
+    host.add_thread(t.get());
+  }
   return tasks;
 }
 

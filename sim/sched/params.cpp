@@ -321,6 +321,40 @@ void declare_sched_params(ParamRegistry& r) {
              19,
              {},
              "Nice value of the host CPU hogs (weight from sched_prio_to_weight)."});
+  r.declare({"host.hog.cgroup",
+             ParamType::String,
+             "root",
+             "",
+             {},
+             {},
+             {"root", "own"},
+             "Where the host CPU hogs sit in the host's CFS group hierarchy: root = beside "
+             "the VMs' groups, as host processes in the root cgroup; own = one task group of "
+             "cpu.shares 1024 for all of them (another VM's busy vCPUs, or another session's "
+             "autogroup). 'own' turns group scheduling on."});
+  r.declare({"vm.cgroup",
+             ParamType::String,
+             "none",
+             "",
+             {},
+             {},
+             {"none", "per_vm", "shared"},
+             "The vCPU threads' task group on the host (CONFIG_FAIR_GROUP_SCHED): none = the "
+             "root, one flat run queue per pCPU (QEMU started by hand with autogroup off or "
+             "inactive); per_vm = a group per VM (libvirt's machine.slice scope per VM, or an "
+             "autogroup per QEMU session): VMs share a pCPU by their groups' weights first, "
+             "then a VM's threads among themselves; shared = all VMs in one group (QEMUs of "
+             "one session). A group's weight on a pCPU is cpu.shares x its runnable load there "
+             "/ its load on all pCPUs (calc_group_shares() without PELT's averages)."});
+  r.declare({"vm.cpu_shares",
+             ParamType::Int,
+             "1024",
+             "shares",
+             2,
+             262144,
+             {},
+             "cpu.shares of each VM's task group (vm.cgroup per_vm or shared): 1024 is "
+             "libvirt's and the kernel's default, the weight of one nice-0 task."});
   r.declare({"host.kworker.cpus",
              ParamType::IntList,
              "[]",

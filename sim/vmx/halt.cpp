@@ -84,7 +84,7 @@ void KvmHalt::vcpu_block(Tsc now) {
     if (v_.ctx().clock.cycles_to_ns(due) < hp.timer_ns)
       window_ns = std::max<std::uint64_t>(window_ns, hp.timer_ns);
   }
-  const bool single_task = pcpu.host().scheduler().rq(pcpu.id()).nr_running() == 1;
+  const bool single_task = pcpu.host().scheduler().nr_running(pcpu.id()) == 1;
   if (window_ns && single_task && !pcpu.need_resched()) {
     polled_ = true;
     ++hp_stats_.attempted;
