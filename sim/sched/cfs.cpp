@@ -255,10 +255,15 @@ void CfsRq::clear_buddies(const SchedEntity& se) {
   if (last_ == &se) last_ = nullptr;
 }
 
-bool CfsRq::clear_buddies_of(const SchedEntity& se) {
-  const bool was = skip_ == &se || next_ == &se || last_ == &se;
-  clear_buddies(se);
-  return was;
+unsigned CfsRq::buddy_kinds(const SchedEntity& se) const {
+  return (next_ == &se ? kBuddyNext : 0u) | (last_ == &se ? kBuddyLast : 0u) |
+         (skip_ == &se ? kBuddySkip : 0u);
+}
+
+void CfsRq::clear_buddy_kinds(unsigned kinds) {
+  if ((kinds & kBuddyNext) != 0) next_ = nullptr;
+  if ((kinds & kBuddyLast) != 0) last_ = nullptr;
+  if ((kinds & kBuddySkip) != 0) skip_ = nullptr;
 }
 
 // pick_next_entity() (v4.16) with the current entity already put back in the
@@ -289,7 +294,10 @@ SchedEntity* CfsRq::pick_next_entity() const {
 // competes as if queued; then the skip, last and next buddies as above.
 SchedEntity* CfsRq::pick_next_entity(SchedEntity* curr) const {
   if (curr == nullptr) return pick_next_entity();
-  ByVruntime before;
+  // entity_before() is strict: on equal vruntime the queued entity wins.
+  const auto before = [](const SchedEntity* a, const SchedEntity* b) {
+    return a->vruntime < b->vruntime;
+  };
   auto it = tree_.begin();
   SchedEntity* left = it == tree_.end() || before(curr, *it) ? curr : *it;
   SchedEntity* se = left;

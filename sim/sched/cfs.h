@@ -211,9 +211,12 @@ class CfsRq {
   void set_next_buddy(const SchedEntity& se) { next_ = &se; }
   void set_last_buddy(const SchedEntity& se) { last_ = &se; }
   void set_skip_buddy(const SchedEntity& se) { skip_ = &se; }
-  // __clear_buddies_*() on this queue: `se` stops being any of its buddies;
-  // true if it was one.
-  bool clear_buddies_of(const SchedEntity& se);
+  // Which of this queue's buddies `se` is (kBuddy* bits), and clearing
+  // kinds: the steps of __clear_buddies_{next,last,skip}(), which walk up a
+  // group hierarchy kind by kind.
+  static constexpr unsigned kBuddyNext = 1, kBuddyLast = 2, kBuddySkip = 4;
+  [[nodiscard]] unsigned buddy_kinds(const SchedEntity& se) const;
+  void clear_buddy_kinds(unsigned kinds);
   // The sum of the loads of a task group's queues, kept up to date by this
   // queue when it is one of them (tg->load_avg's stand-in).
   void set_group_load_sum(std::uint64_t* sum) { load_sum_ = sum; }

@@ -78,7 +78,9 @@ TaskGroup* HostScheduler::create_group(std::string name, std::uint64_t shares) {
 }
 
 void HostScheduler::attach(SchedEntity& se, TaskGroup* tg) const {
-  if (se.on_rq) throw std::logic_error("attach: entity " + std::to_string(se.id) + " is queued");
+  // Moving a task that ran (task_move_group_fair()) is not modelled.
+  if (!se.fresh || se.on_rq)
+    throw std::logic_error("attach: entity " + std::to_string(se.id) + " has been enqueued");
   if (tg != nullptr && !tunables_.groups)
     throw std::logic_error("attach: the scheduler was built without group scheduling");
   se.tg = tg;
@@ -131,6 +133,16 @@ std::vector<SchedEntity*> HostScheduler::queued_tasks(int cpu) const {
   if (!tunables_.groups) return rq(cpu).queued();
   add(rq(cpu), add);
   return out;
+}
+
+// clear_buddies(cfs_rq, se) with groups: each kind `se` holds on its queue
+// is cleared there and, walking up, on the parent's queue where the parent
+// holds that kind.
+void HostScheduler::clear_buddies_up(SchedEntity& se) {
+  const unsigned kinds = se.cfs_rq->buddy_kinds(se);
+  se.cfs_rq->clear_buddy_kinds(kinds);
+  if (se.parent != nullptr)
+    se.parent->cfs_rq->clear_buddy_kinds(kinds & se.parent->cfs_rq->buddy_kinds(*se.parent));
 }
 
 // update_cfs_group(): the group's entity on its pCPU gets its share of the
@@ -295,6 +307,7 @@ void HostScheduler::dequeue_task(int cpu, SchedEntity& se, Tsc now, unsigned fla
     return;
   }
   CfsRq& q = *se.cfs_rq;
+  clear_buddies_up(se);  // dequeue_entity()'s clear_buddies()
   q.dequeue_entity(se, now, flags);
   if (se.parent != nullptr) {
     SchedEntity& ge = *se.parent;
@@ -379,14 +392,11 @@ SchedEntity* HostScheduler::pick_path(int cpu, Tsc now) {
     if (se == nullptr) return nullptr;
     if (q == &rq_mut(cpu) && buddy != nullptr) {  // counted at the root
       const SchedEntity* f = q->first();
-      const SchedEntity* left = c != nullptr && (f == nullptr || c->vruntime < f->vruntime ||
-                                                 (c->vruntime == f->vruntime && c->id < f->id))
-                                    ? c
-                                    : f;
+      const SchedEntity* left = c != nullptr && (f == nullptr || c->vruntime < f->vruntime) ? c : f;
       if (buddy != left)
         ++(se == buddy ? counters_.next_buddy_picks : counters_.next_buddy_refused);
     }
-    q->clear_buddies_of(*se);
+    clear_buddies_up(*se);
     if (se->my_q == nullptr) return se;
     q = se->my_q;
   }
@@ -500,8 +510,7 @@ void HostScheduler::yield(int cpu, Tsc now) {
   if (tunables_.groups) {  // yield_task_fair(): the skip buddy on every level
     SchedEntity* c = curr(cpu);
     if (c != nullptr && nr_running(cpu) > 1) {
-      if (c->cfs_rq->clear_buddies_of(*c) && c->parent != nullptr)
-        c->parent->cfs_rq->clear_buddies_of(*c->parent);
+      clear_buddies_up(*c);
       c->cfs_rq->update_curr(now);
       c->cfs_rq->set_skip_buddy(*c);
       if (c->parent != nullptr) c->parent->cfs_rq->set_skip_buddy(*c->parent);

@@ -13,7 +13,8 @@
 //   slice end: if (tick(cpu, now)) next = pick_next(cpu, now);
 //              for (auto [c, e] : nohz_idle_balance(cpu, now)) reschedule c
 //   resched:   next = pick_next(cpu, now)   // pulls work by idle balance if empty
-// and after each of them re-arm the slice timer with slice_left(cpu, now).
+// and after each of them re-arm the slice timer with slice_left(cpu, now)
+// (without task groups; with them use the periodic tick, see slice_left()).
 //
 // Left out: PELT and balance_interval growth in the periodic load
 // balancing (rebalance_domains(), optional: host.sched_load_balance),
@@ -126,7 +127,8 @@ class HostScheduler {
 
   // scheduler_tick() -> task_tick_fair(): account the current entity and
   // check its slice. True = need_resched set: call pick_next(cpu, now).
-  // Works for a periodic tick (host.tick_hz) and for a timer armed with slice_left().
+  // Works for a periodic tick (host.tick_hz) and, without task groups, for a
+  // timer armed with slice_left().
   bool tick(int cpu, Tsc now);
   // check_preempt_curr() after enqueueing `woken` on `cpu` (ttwu_do_wakeup).
   // True = need_resched set on `cpu`: the caller reschedules it (a reschedule
@@ -188,6 +190,9 @@ class HostScheduler {
   // Cycles of execution left before tick() would preempt the current entity
   // with the queue as it is (hrtick_start_fair()); kTscNever if nothing else
   // is runnable on `cpu`. >= 1. Re-query after any enqueue/dequeue/pick on `cpu`.
+  // With task groups the earliest level's; a task re-picked after its slice
+  // keeps the used-up slice (as the kernel: no put/set when prev is next), so
+  // this is then 1 until another entity runs: drive groups with a tick.
   [[nodiscard]] Tsc slice_left(int cpu, Tsc now) const;
   // update_curr(): bring the current entity's sum_exec_runtime up to `now`
   // (for reading run time in metrics).
@@ -237,6 +242,7 @@ class HostScheduler {
   void dequeue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags);
   void enqueue_task(int cpu, SchedEntity& se, Tsc now, unsigned flags);
   void update_cfs_group(SchedEntity& ge, Tsc now);
+  static void clear_buddies_up(SchedEntity& se);
   SchedEntity* pick_next_groups(int cpu, Tsc now);
   SchedEntity* pick_path(int cpu, Tsc now);
   void put_path(int cpu, Tsc now);

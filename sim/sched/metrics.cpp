@@ -24,7 +24,7 @@ KVMSIM_DECLARE_METRICS(sched, {
     {"host.sched.idle_balance_pulls", "count", "host", "Entities pulled by idle_balance() onto a pCPU going idle."},
     {"host.sched.load_balance_runs", "count", "host", "Periodic load_balance() calls (per domain level balanced). Only with host.sched_load_balance."},
     {"host.sched.load_balance_pulls", "count", "host", "Entities moved by the periodic load_balance(). Only with host.sched_load_balance."},
-    {"host.sched.next_buddy_picks", "count", "host", "pick_next() calls that ran the next buddy (set by yield_to() or wake-up preemption) ahead of the leftmost entity. Only when a next buddy was ever queued."},
+    {"host.sched.next_buddy_picks", "count", "host", "pick_next() calls that ran the next buddy (set by yield_to() or wake-up preemption; with task groups also a group whose task slept beside others) ahead of the leftmost entity, counted on the root queue. Only when a next buddy was ever queued."},
     {"host.sched.next_buddy_refused", "count", "host", "pick_next() calls that left a queued next buddy waiting (more than wakeup_gran right of the leftmost). Only when a next buddy was ever queued."},
     {"host.sched.yield_switches", "count", "host", "schedule() calls right after yield_task_fair() (sched_yield, yield_to) that ran another entity. Only in runs that yielded."},
     {"host.sched.yield_repicks", "count", "host", "schedule() calls right after yield_task_fair() that picked the yielder again (the second was within wakeup_gran of it). Only in runs that yielded."},

@@ -27,24 +27,21 @@ CfsTunables grouped(int ncpus) {  // the v5.x defaults (log scaling), groups on
   return t;
 }
 
-// Runs every pCPU's CPU-bound entities for `horizon`: one timed event per
-// pCPU at the end of its current slice (tick, then pick_next if preempted).
-void run_cpu_bound(HostScheduler& s, Tsc horizon) {
+// Runs every pCPU's CPU-bound entities for `horizon` under a 1 ms tick
+// (CONFIG_HZ=1000, the pCPUs' ticks aligned): tick, then pick_next if
+// preempted. Returns the ticks that preempted.
+std::uint64_t run_cpu_bound(HostScheduler& s, Tsc horizon) {
   const int n = s.cpus();
-  std::vector<Tsc> next(static_cast<std::size_t>(n), kTscNever);
-  for (int c = 0; c < n; ++c) {
-    if (s.pick_next(c, 0) != nullptr) next[static_cast<std::size_t>(c)] = s.slice_left(c, 0);
-  }
-  for (;;) {
-    const auto it = std::min_element(next.begin(), next.end());
-    const Tsc now = *it;
-    if (now >= horizon) break;
-    const int cpu = static_cast<int>(it - next.begin());
-    if (s.tick(cpu, now)) s.pick_next(cpu, now);
-    const Tsc left = s.slice_left(cpu, now);
-    *it = left == kTscNever ? kTscNever : now + left;
-  }
+  std::uint64_t preempted = 0;
+  for (int c = 0; c < n; ++c) s.pick_next(c, 0);
+  for (Tsc now = kMs; now < horizon; now += kMs)
+    for (int c = 0; c < n; ++c)
+      if (s.tick(c, now)) {
+        ++preempted;
+        s.pick_next(c, now);
+      }
   for (int c = 0; c < n; ++c) s.update_curr(c, horizon);
+  return preempted;
 }
 
 double share(const SchedEntity& e, Tsc horizon) {
@@ -247,4 +244,82 @@ TEST_CASE(
     settle();
     check();
   }
+}
+
+TEST_CASE(
+    "groups: yield_to gives -ESRCH by tasks, not entities: a pCPU whose one group entity holds "
+    "two tasks does not count as alone",
+    "[sched][groups]") {
+  const Topology topo(1, 2, 1);
+  HostScheduler s(topo, grouped(2));
+  TaskGroup* vm = s.create_group("vm0", 1024);
+  SchedEntity a(1, 0, CpuMask::only(0));
+  SchedEntity b(2, 0, CpuMask::only(0));
+  SchedEntity c(3, 0, CpuMask::only(1));
+  for (SchedEntity* e : {&a, &b, &c}) {
+    s.attach(*e, vm);
+    s.enqueue(e == &c ? 1 : 0, *e, 0, kEnqueueNone);
+  }
+  s.pick_next(0, 0);
+  s.pick_next(1, 0);
+  REQUIRE(s.rq(0).nr_running() == 1);  // the group's entity
+  CHECK(s.nr_running(0) == 2);
+  // c runs on pCPU 1: not -ESRCH (pCPU 0 has two tasks), but 0 (running).
+  CHECK(s.yield_to(0, c, kMs) == HostScheduler::kYieldToFailed);
+  // Alone on both sides: -ESRCH.
+  SchedEntity* cur = s.curr(0);
+  s.dequeue(0, *(cur == &a ? &b : &a), kMs, kDequeueSleep);
+  CHECK(s.yield_to(0, c, kMs) == HostScheduler::kYieldToEsrch);
+}
+
+TEST_CASE(
+    "groups: a wake-up is judged against the running task's group on the root: the woken "
+    "task's group entity preempts and becomes the root's next buddy, no last buddy is set",
+    "[sched][groups]") {
+  const Topology topo(1, 1, 1);
+  HostScheduler s(topo, grouped(1));
+  TaskGroup* ga = s.create_group("A", 1024);
+  TaskGroup* gb = s.create_group("B", 1024);
+  SchedEntity a1(1);
+  SchedEntity a2(2);
+  SchedEntity b(3);
+  s.attach(a1, ga);
+  s.attach(a2, ga);
+  s.attach(b, gb);
+  s.enqueue(0, a1, 0, kEnqueueNone);
+  s.enqueue(0, a2, 0, kEnqueueNone);
+  s.pick_next(0, 0);
+  // A runs alone for 100 ms; b, asleep since 0, wakes: B's entity gets the
+  // root's sleeper credit and leads A's by far more than wakeup_gran.
+  run_cpu_bound(s, 100 * kMs);
+  b.fresh = false;
+  s.enqueue(0, b, 100 * kMs, kEnqueueWakeup);
+  CHECK(s.wakeup_preempts(0, b, 100 * kMs));
+  CHECK(s.rq(0).next_buddy() == b.parent);
+  CHECK(s.rq(0).last_buddy() == nullptr);
+  CHECK(b.cfs_rq->next_buddy() == nullptr);  // set from the matched level up only
+  CHECK(s.pick_next(0, 100 * kMs) == &b);
+  // The pick cleared the buddy it followed.
+  CHECK(s.rq(0).next_buddy() == nullptr);
+}
+
+TEST_CASE("groups: sched_yield makes the yielder the skip buddy on its queue and on the root",
+          "[sched][groups]") {
+  const Topology topo(1, 1, 1);
+  HostScheduler s(topo, grouped(1));
+  TaskGroup* ga = s.create_group("A", 1024);
+  TaskGroup* gb = s.create_group("B", 1024);
+  SchedEntity a1(1);
+  SchedEntity a2(2);
+  SchedEntity b(3);
+  s.attach(a1, ga);
+  s.attach(a2, ga);
+  s.attach(b, gb);
+  for (SchedEntity* e : {&a1, &a2, &b}) s.enqueue(0, *e, 0, kEnqueueNone);
+  SchedEntity* run = s.pick_next(0, 0);
+  REQUIRE(run != nullptr);
+  s.yield(0, kMs);
+  CHECK(s.need_resched(0));
+  CHECK(run->cfs_rq->skip_buddy() == run);
+  if (run->parent != nullptr) CHECK(s.rq(0).skip_buddy() == run->parent);
 }

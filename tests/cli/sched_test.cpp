@@ -161,15 +161,15 @@ TEST_CASE(
 // flat scheduler.
 TEST_CASE(
     "vm.cgroup per_vm: a host hog beside a VM's group gets 80% of its pCPU, the VM the rest, "
-    "and none is the flat default",
+    "and one shared group is the same as a group per VM for one VM",
     "[cli][sched][groups]") {
   const std::string base =
       "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=2 --set "
       "vm.pinning=[0,0,1,1,2,2,3,3] --set vm.affinity=[] --set host.hog.affinity=[0]";
   const auto flat = run_metrics("cg-none", base);
   const auto grouped = run_metrics("cg-per-vm", base + " --set vm.cgroup=per_vm");
-  const auto explicit_none = run_metrics("cg-none-set", base + " --set vm.cgroup=none");
-  CHECK(explicit_none.at("sim.fingerprint") == flat.at("sim.fingerprint"));
+  // One VM: all VMs in one group is the same hierarchy as a group per VM.
+  const auto shared = run_metrics("cg-shared", base + " --set vm.cgroup=shared");
   const auto vm_cpu_s = [](const nlohmann::json& m) {
     double steal = 0;
     for (int v = 0; v < 8; ++v)
@@ -179,4 +179,5 @@ TEST_CASE(
   CHECK(vm_cpu_s(flat) == Approx(2 * (3 + 2.0 / 3)).epsilon(0.02));
   CHECK(vm_cpu_s(grouped) == Approx(2 * 3.2).epsilon(0.02));
   CHECK(grouped.at("sim.fingerprint") != flat.at("sim.fingerprint"));
+  CHECK(shared.at("sim.fingerprint") == grouped.at("sim.fingerprint"));
 }
