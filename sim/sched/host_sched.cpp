@@ -118,20 +118,20 @@ bool HostScheduler::is_curr(const SchedEntity& se) const {
 }
 
 std::vector<SchedEntity*> HostScheduler::queued_tasks(int cpu) const {
-  std::vector<SchedEntity*> out;
-  const auto add = [&](const CfsRq& q, const auto& self) -> void {
-    for (SchedEntity* e : q.queued()) {
-      if (e->my_q == nullptr) {
-        out.push_back(e);
-      } else {
-        self(*e->my_q, self);
-      }
-    }
-    const SchedEntity* c = q.curr();
-    if (c != nullptr && c->my_q != nullptr) self(*c->my_q, self);
-  };
   if (!tunables_.groups) return rq(cpu).queued();
-  add(rq(cpu), add);
+  std::vector<SchedEntity*> out;
+  const auto add = [&out](const CfsRq& q) {
+    const auto tasks = q.queued();
+    out.insert(out.end(), tasks.begin(), tasks.end());
+  };
+  for (SchedEntity* e : rq(cpu).queued()) {
+    if (e->my_q == nullptr) {
+      out.push_back(e);
+    } else {
+      add(*e->my_q);
+    }
+  }
+  if (const SchedEntity* c = rq(cpu).curr(); c != nullptr && c->my_q != nullptr) add(*c->my_q);
   return out;
 }
 
@@ -355,25 +355,21 @@ SchedEntity* HostScheduler::pick_next_groups(int cpu, Tsc now) {
   SchedEntity* prev = curr(cpu);
   const bool yielded = prev != nullptr && prev->on_rq && prev->cfs_rq->skip_buddy() == prev;
   SchedEntity* next = pick_path(cpu, now);
-  bool put = false;
-  if (next == nullptr) {
+  if (next == nullptr) {  // the old path goes before idle_balance() looks for work
     put_path(cpu, now);
-    put = true;
-    if (idle_balance(cpu, now) != nullptr) next = pick_path(cpu, now);
-  }
-  if (yielded) ++(next == prev ? counters_.yield_repicks : counters_.yield_switches);
-  if (next != prev) {
-    if (next == nullptr) {
-      if (!put) put_path(cpu, now);
-    } else if (!put && prev != nullptr && prev->cfs_rq == next->cfs_rq) {
-      next->cfs_rq->put_prev_entity(now);
-      next->cfs_rq->set_next_entity(*next, now);
-    } else {
-      if (!put) put_path(cpu, now);
+    if (idle_balance(cpu, now) != nullptr) {
+      next = pick_path(cpu, now);
       set_path(*next, now);
     }
-    ++counters_.context_switches;
+  } else if (next != prev && prev != nullptr && prev->cfs_rq == next->cfs_rq) {
+    next->cfs_rq->put_prev_entity(now);
+    next->cfs_rq->set_next_entity(*next, now);
+  } else if (next != prev) {
+    put_path(cpu, now);
+    set_path(*next, now);
   }
+  if (yielded) ++(next == prev ? counters_.yield_repicks : counters_.yield_switches);
+  if (next != prev) ++counters_.context_switches;
   need_resched_[static_cast<std::size_t>(cpu)] = false;
   return next;
 }
@@ -423,10 +419,8 @@ bool HostScheduler::tick(int cpu, Tsc now) {
     if (SchedEntity* t = curr(cpu); t != nullptr) {
       preempt = t->cfs_rq->entity_tick(now);
       if (t->parent != nullptr) {
-        CfsRq& root = rq_mut(cpu);
-        root.update_curr(now);
         if (t->parent->on_rq) update_cfs_group(*t->parent, now);
-        preempt = root.entity_tick(now) || preempt;
+        preempt = rq_mut(cpu).entity_tick(now) || preempt;
       }
     }
     if (preempt && !need_resched_.at(i)) {

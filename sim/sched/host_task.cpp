@@ -60,9 +60,15 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
   }
   if (!hog_cpus.empty()) hog_mask = CpuMask::of(hog_cpus);
   tasks.reserve(p.i("host.hog.count"));
-  for (int i = 0; i < p.i("host.hog.count"); ++i)
+  // host.hog.cgroup own: the hogs share one task group (cpu.shares 1024).
+  TaskGroup* hogs = p.s("host.hog.cgroup") == "own" && p.i("host.hog.count") > 0
+                        ? host.scheduler().create_group("hogs", kNice0Load)
+                        : nullptr;
+  for (int i = 0; i < p.i("host.hog.count"); ++i) {
     tasks.push_back(std::make_unique<HostCpuHog>(i, static_cast<int>(p.i("host.hog.nice")),
                                                  hog_mask, clk.from_ns(10e6)));
+    if (hogs != nullptr) host.scheduler().attach(tasks.back()->se(), hogs);
+  }
   const Tsc period = clk.from_ns(static_cast<double>(p.i("host.kworker.period_us")) * 1e3);
   for (auto c : p.ints("host.kworker.cpus")) {
     if (c >= host.topology().cpus())
@@ -75,15 +81,7 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
         static_cast<Tsc>(phase.uniform() * static_cast<double>(period)),
         p.dist("cost.host.kworker").bind(clk)));
   }
-  // host.hog.cgroup own: the hogs share one task group (cpu.shares 1024).
-  TaskGroup* hogs = p.s("host.hog.cgroup") == "own" && p.i("host.hog.count") > 0
-                        ? host.scheduler().create_group("hogs", kNice0Load)
-                        : nullptr;
-  for (auto& t : tasks) {
-    if (hogs != nullptr && dynamic_cast<HostCpuHog*>(t.get()) != nullptr)
-      host.scheduler().attach(t->se(), hogs);
-    host.add_thread(t.get());
-  }
+  for (auto& t : tasks) host.add_thread(t.get());
   return tasks;
 }
 
