@@ -130,13 +130,15 @@ void Pcpu::schedule(Tsc now) {
 // context_switch(): preempt notifiers out, the switch, notifiers in. A switch
 // between two threads costs cost.host.context_switch; to and from the idle
 // task the cost is the sleeping / waking thread's own (for a vCPU,
-// cost.vcpu_block and cost.vcpu_wakeup).
+// cost.vcpu_block and cost.vcpu_wakeup). What the notifiers return (KVM's
+// vcpu_put / vcpu_load beyond those) is added to the switch.
 void Pcpu::switch_to(HostThread* next, Tsc now) {
   HostThread* prev = curr_;
   const bool prev_runnable = (prev != nullptr) && prev->se().on_rq;
+  Tsc notifiers = 0;  // the preempt notifiers' work (KVM: vcpu_put / vcpu_load)
   if (prev) {
     stats_.busy_cycles += now - busy_since_;
-    prev->sched_out(*this, now, prev_runnable);
+    notifiers += prev->sched_out(*this, now, prev_runnable);
   }
   if (sched_signals_.sched_switch.connected()) {
     const std::string& idle = idle_comm_;
@@ -149,14 +151,13 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
   if (!prev) tick_nohz_restart_sched_tick(now);  // the idle task's tick_nohz_idle_exit()
   if (next) {
     busy_since_ = now;
-    next->sched_in(*this, now);
+    notifiers += next->sched_in(*this, now);
   }
-  if (prev && next) {
-    if (const Tsc c = costs_.context_switch(rng_)) {
-      switching_ = true;
-      run_for(Stage::HostContextSwitch, SegKind::HostIrqOff, c);
-      return;
-    }
+  const Tsc c = (prev && next ? costs_.context_switch(rng_) : 0) + notifiers;
+  if (c) {
+    switching_ = true;
+    run_for(Stage::HostContextSwitch, SegKind::HostIrqOff, c);
+    return;
   }
   if (next)
     next->run(*this, now);
@@ -274,7 +275,10 @@ void Pcpu::step(Tsc now) {
       }
     } else if (switching_) {
       switching_ = false;
-      curr_->run(*this, now);
+      if (curr_)
+        curr_->run(*this, now);
+      else
+        schedule(now);  // the idle task: pick again (a wake-up may have come meanwhile)
     } else if (curr_) {
       curr_->run(*this, now);
     } else if (seg_stage_ == Stage::HostIdleEnter) {

@@ -71,8 +71,9 @@ class HostThread {
   virtual void preemption_timer_expired(Pcpu& /*cpu*/, Tsc /*now*/) {}
   // Preempt notifiers (kernel/sched/core.c fire_sched_{out,in}_preempt_notifiers):
   // the thread leaves the pCPU (still runnable if `preempted`) / gets it.
-  virtual void sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool /*preempted*/) {}
-  virtual void sched_in(Pcpu& /*cpu*/, Tsc /*now*/) {}
+  // They return the cycles their work adds to the context switch.
+  virtual Tsc sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool /*preempted*/) { return 0; }
+  virtual Tsc sched_in(Pcpu& /*cpu*/, Tsc /*now*/) { return 0; }
   // A HostUser segment was cut by preemption with `remaining` cycles left
   // (kTscNever: open-ended); run() is called again when it is switched back in.
   virtual void user_preempted(Tsc /*remaining*/) {}
@@ -133,6 +134,10 @@ class Pcpu : public sc_core::sc_module {
   Rng& rng() { return rng_; }
   Host& host() { return host_; }
   [[nodiscard]] HostThread* current() const { return curr_; }  // nullptr: the idle task
+  // per_cpu(current_vmcs) of arch/x86/kvm/vmx.c: the VMCS this pCPU last made
+  // current with VMPTRLD (nullptr: none, or VMCLEARed). Read and written by
+  // the VMX code's vcpu_load / loaded_vmcs_clear (sim/vmx/loaded_vmcs.h).
+  const void* current_vmcs = nullptr;
 
   // Segments, called by the current thread from run().
   void run_for(Stage stage, SegKind kind, Tsc cycles) {
@@ -243,7 +248,7 @@ class Pcpu : public sc_core::sc_module {
   Rng rng_;
   std::string idle_comm_;  // the idle task's comm, swapper/N (sched_switch)
   HostThread* curr_ = nullptr;
-  bool switching_ = false;  // in the context-switch segment to curr_
+  bool switching_ = false;  // in the context-switch segment to curr_ (or to idle)
   Tsc busy_since_ = 0;
   HostHrtimerBase hrtimers_;
   HostHrtimer* tick_ = nullptr;

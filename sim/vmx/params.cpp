@@ -152,6 +152,38 @@ void declare_vmx_params(ParamRegistry& r) {
              "kvm_vcpu_block() woken from another pCPU before it left its run queue "
              "(ttwu_runnable): the schedule() under way returns to the vCPU task without a "
              "context switch; replaces the rest of cost.vcpu_block."});
+  // vcpu_put / vcpu_load on a switch between vCPU threads (loaded_vmcs.h).
+  // No published cost of these steps was found: estimates from the v4.16
+  // path, in the units the hardware counts them in.
+  r.declare({"host.spectre_v2_ibpb", ParamType::Bool, "false", "bool", {}, {}, {},
+             "Host set-up: the kernel issues an indirect branch prediction barrier after every "
+             "VMPTRLD of another VMCS in vmx_vcpu_load() (15d45071523d \"KVM/x86: Add IBPB "
+             "support\", v4.16 and 4.15.y stable; X86_FEATURE_USE_IBPB: microcode with IBPB and "
+             "spectre_v2 mitigations not turned off). Also between vCPUs of one VM. false = a "
+             "kernel before it, microcode without IBPB, or spectre_v2=off / nospectre_v2 / "
+             "spectre_v2_user=off."});
+  r.declare({"cost.host.ibpb", ParamType::Dist, "4000cyc", "time", {}, {}, {},
+             "The IBPB itself: WRMSR IA32_PRED_CMD (estimate: 'several thousand cycles' on "
+             "Haswell- to Skylake-era cores with 2018-2019 microcode; no exact figure found)."});
+  r.declare({"cost.vmptrld", ParamType::Dist, "500cyc", "time", {}, {}, {},
+             "VMPTRLD of a vCPU's VMCS in vmx_vcpu_load() when another VMCS is current on the "
+             "pCPU (estimate: no published cycle count found)."});
+  r.declare({"cost.vcpu_put", ParamType::Dist, "150ns", "time", {}, {}, {},
+             "kvm_arch_vcpu_put() of a vCPU preempted or yielding to another thread: the CPL "
+             "read, kvm_steal_time_set_preempted(), vmx_vcpu_put() -> __vmx_load_host_state() "
+             "(GS/LDT reload, WRMSR MSR_KERNEL_GS_BASE, LGDT) (estimate). A halting vCPU's put "
+             "is in cost.vcpu_block."});
+  r.declare({"cost.vcpu_load", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "kvm_arch_vcpu_load() of a vCPU resuming after a preemption, without the VMPTRLD: "
+             "pi_load, TSC and request bookkeeping, then at the next entry record_steal_time() "
+             "(read and two writes of the guest's struct) and vmx_save_host_state() (selector "
+             "and base VMWRITEs, RDMSR/WRMSR of KERNEL_GS_BASE) (estimate). A woken vCPU's load "
+             "is in cost.vcpu_wakeup."});
+  r.declare({"cost.loaded_vmcs_clear", ParamType::Dist, "1800ns", "time", {}, {}, {},
+             "loaded_vmcs_clear() when a vCPU runs on another pCPU than last time: "
+             "smp_call_function_single(wait=1) to the old pCPU, its VMCLEAR, the return (~1.75 "
+             "us per synchronous call in a published ipi_benchmark; the old pCPU's handler is "
+             "not charged to it)."});
   r.declare({"cost.vcpu_enter_guest_exit_share", ParamType::Double, "0.5", "fraction", 0, 1, {},
              "Share of cost.vcpu_enter_guest spent on the exit side (handle_exit_irqoff, IRQ "
              "enable/disable, guest_exit_irqoff, srcu_read_lock) before vmx_handle_exit(). The "
@@ -176,6 +208,11 @@ void declare_vmx_eras(ParamRegistry& r) {
   r.set_eras("kvm.steal_time_preempted_on_block", "host.kernel",
              {{"4.16", "true", "KVM_VCPU_PREEMPTED on every put, a halted vCPU included"},
               {"5.19", "false", "v5.19: only a vCPU preempted while runnable"}});
+  r.set_eras("host.spectre_v2_ibpb", "host.kernel",
+             {{"4.0", "false", "no IBPB (before the Spectre mitigations of 2018)"},
+              {"4.16", "true",
+               "15d45071523d: IBPB after VMPTRLD of another VMCS (with IBPB microcode and "
+               "the default spectre_v2 mitigation)"}});
   r.set_eras("kvm.directed_yield_ready", "host.kernel",
              {{"4.0", "false", "candidates: preempted vCPUs in kernel mode"},
               {"5.3", "true", "d73eb57b80b: also vCPUs woken to take an interrupt"}});

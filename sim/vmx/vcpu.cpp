@@ -21,6 +21,7 @@ VmxConfig VmxConfig::from(const ParamSet& p, const TscClock& clk) {
   c.ple = PleConfig::from(p);
   c.directed_yield = DirectedYieldConfig::from(p);
   c.steal_time = StealTimeConfig::from(p, clk);
+  c.loaded_vmcs = LoadedVmcsConfig::from(p, clk);
   c.hypercall = HypercallConfig::from(p, clk);
   return c;
 }
@@ -36,7 +37,8 @@ Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts&
       halt_(*this, vmx_.halt),
       ple_(vmx_.ple),
       dy_(*this, vmx_.directed_yield),
-      steal_(*this, vmx_.steal_time) {}
+      steal_(*this, vmx_.steal_time),
+      vmcs_(*this, vmx_.loaded_vmcs) {}
 
 void Vcpu::start() {
   set_state(VcpuState::EnterGuest);
@@ -44,30 +46,34 @@ void Vcpu::start() {
 }
 
 // kvm_sched_out(): preempted while still runnable -> vcpu->preempted; then
-// kvm_arch_vcpu_put() -> kvm_steal_time_set_preempted().
-void Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
+// kvm_arch_vcpu_put() -> kvm_steal_time_set_preempted(), vmx_vcpu_put().
+Tsc Vcpu::sched_out(Pcpu& /*cpu*/, Tsc /*now*/, bool preempted) {
   if (preempted) {
     preempted_ = true;
     ready_ = true;
     ++stats_.preemptions;
   }
   steal_.set_preempted(preempted);
+  return vmcs_.vcpu_put(preempted);
 }
 
-// kvm_sched_in() -> kvm_arch_vcpu_load(): on another pCPU the LAPIC hrtimer
-// follows (__kvm_migrate_apic_timer); the steal time is updated before the
-// next entry (KVM_REQ_STEAL_UPDATE).
-void Vcpu::sched_in(Pcpu& cpu, Tsc now) {
+// kvm_sched_in() -> kvm_arch_vcpu_load(): vmx_vcpu_load() (loaded_vmcs.h);
+// on another pCPU the LAPIC hrtimer follows (__kvm_migrate_apic_timer); the
+// steal time is updated before the next entry (KVM_REQ_STEAL_UPDATE).
+Tsc Vcpu::sched_in(Pcpu& cpu, Tsc now) {
+  const bool was_preempted = preempted_;
   preempted_ = false;
   ready_ = false;
   dy_.sched_in();
   if (const auto u = ple_.shrink_ple_window())  // vmx_sched_in()
     kvm_signals().kvm_ple_window(id(), false, u->new_window, u->old_window, now);
+  const Tsc c = vmcs_.vcpu_load(cpu, was_preempted);
   if (&cpu != pcpu_) {
     pcpu_ = &cpu;
     lapic_.migrate_timer(cpu);
   }
   steal_.request_update();
+  return c;
 }
 
 // vmx_set_hv_timer(): the absolute host-TSC deadline that every entry reloads.

@@ -11,6 +11,7 @@
 //   ple.h             Pause-Loop Exiting and its window (vmx.c)
 //   directed_yield.h  kvm_vcpu_on_spin(), yield_to(), kvm_sched_yield()
 //   steal_time.h      record_steal_time(), the preempted byte, PV TLB flush
+//   loaded_vmcs.h     vcpu_put / vcpu_load: VMPTRLD, IBPB, loaded_vmcs_clear()
 //   vcpu_kick.cpp     kvm_vcpu_kick() and interrupt delivery
 // Each keeps its own counters and reports them (vcpu_metrics.h).
 #pragma once
@@ -33,6 +34,7 @@
 #include "sim/vmx/hypercall.h"
 #include "sim/vmx/kvm_para.h"
 #include "sim/vmx/kvm_signals.h"
+#include "sim/vmx/loaded_vmcs.h"
 #include "sim/vmx/ple.h"
 #include "sim/vmx/preemption_timer.h"
 #include "sim/vmx/steal_time.h"
@@ -51,6 +53,7 @@ struct VmxConfig {
   PleConfig ple;
   DirectedYieldConfig directed_yield;
   StealTimeConfig steal_time;
+  LoadedVmcsConfig loaded_vmcs;
   HypercallConfig hypercall;
   static VmxConfig from(const ParamSet& p, const TscClock& clk);
 };
@@ -89,8 +92,8 @@ class Vcpu final : public VcpuRunLoop {
   void start();  // the thread enters KVM_RUN
 
   // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.
-  void sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
-  void sched_in(Pcpu& cpu, Tsc now) override;
+  Tsc sched_out(Pcpu& cpu, Tsc now, bool preempted) override;
+  Tsc sched_in(Pcpu& cpu, Tsc now) override;
   void resched_requested(Pcpu& cpu, Tsc now) override;
 
   // LapicVcpu: vmx_set_hv_timer() / vmx_cancel_hv_timer(); false = -ERANGE.
@@ -169,6 +172,7 @@ class Vcpu final : public VcpuRunLoop {
   DirectedYield& directed_yield() { return dy_; }
   [[nodiscard]] const DirectedYield& directed_yield() const { return dy_; }
   [[nodiscard]] const StealTime& steal_time() const { return steal_; }
+  [[nodiscard]] const LoadedVmcs& loaded_vmcs() const { return vmcs_; }
   HypercallStats& hypercall_stats() { return hc_stats_; }
   [[nodiscard]] const HypercallStats& hypercall_stats() const { return hc_stats_; }
   [[nodiscard]] const HaltPollStats& halt_poll_stats() const { return halt_.poll_stats(); }
@@ -201,6 +205,7 @@ class Vcpu final : public VcpuRunLoop {
   PleWindow ple_;
   DirectedYield dy_;
   StealTime steal_;
+  LoadedVmcs vmcs_;
   HypercallStats hc_stats_;
   VcpuStats stats_;
 };

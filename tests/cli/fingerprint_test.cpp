@@ -68,17 +68,17 @@ TEST_CASE("sim.fingerprint is pinned for runs where vCPU threads share pCPUs",
     const char* args;
     std::uint64_t fingerprint;
   } pinned[] = {
-      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1", 2562254794972246},
+      {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1", 4867955827747447},
       {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1 --set "
        "host.sched_load_balance=true",
-       5223120146203455},
-      {"scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05", 3795602455213142},
+       813996487132848},
+      {"scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05", 8235474896773161},
       {"scenarios/ebizzy_overcommit.yaml --set vm.vcpus=16 --set sim.max_simulated_s=0.05",
-       4625768880737973},
+       4197023246342825},
       {"scenarios/ebizzy_multi_vm.yaml --set vm.count=2 --set sim.max_simulated_s=0.02",
-       7676520782783624},
+       1814617995716657},
       {"scenarios/ebizzy_pvspinlock_revert.yaml --set vm.count=2 --set sim.max_simulated_s=0.01",
-       3320999093856889},
+       7950962292160954},
   };
   int i = 0;
   for (const auto& p : pinned) {

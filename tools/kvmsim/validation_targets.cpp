@@ -306,7 +306,12 @@ void t4l(Experiment& e, Binder& b, const Target&) {
       {"a task group per VM",
        {"vm.cgroup=per_vm", "host.hog.cgroup=own"},
        "each QEMU from its own shell on a SCHED_AUTOGROUP=y desktop kernel (an autogroup per "
-       "session), or libvirt's scope per VM: the stress VM's two busy vCPUs weigh one group"}};
+       "session), or libvirt's scope per VM: the stress VM's two busy vCPUs weigh one group"},
+      {"no IBPB on a vCPU switch",
+       {"host.spectre_v2_ibpb=false"},
+       "a Haswell without the 2018 microcode that provides IBPB, or a host booted with "
+       "spectre_v2_user=off / nospectre_v2; the chosen set-up is the v5.2 default with the "
+       "distributions' microcode"}};
 }
 
 // --------------------------------------------------------------------- PVQ
@@ -361,7 +366,11 @@ void pvq(Experiment& e, Binder& b, const Target& t) {
        {"vm.cgroup=per_vm"},
        "the VMs started by libvirt (a cgroup scope per VM) or from separate shells with "
        "autogroup: each VM's 80 vCPUs share one group's weight on a pCPU; the text does not "
-       "say how the VMs were started"}};
+       "say how the VMs were started"},
+      {"-cpu host, QEMU 4.2, no IBPB on a vCPU switch",
+       {"host.spectre_v2_ibpb=false"},
+       "a host booted with spectre_v2_user=off or without IBPB microcode (the chosen set-up is "
+       "the v5.x default: a barrier after every VMPTRLD of another vCPU's VMCS)"}};
   const std::string key = "ebizzy.records_per_s";
   const auto rate = [&](std::size_t r, const std::string& id) {
     b.add(metric_check(r, key, 0), id);
