@@ -7,9 +7,10 @@
 
 namespace kvmsim {
 
-DirectedYieldConfig DirectedYieldConfig::from(const ParamSet& p) {
+DirectedYieldConfig DirectedYieldConfig::from(const ParamSet& p, const TscClock& clk) {
   DirectedYieldConfig c;
   c.ready = p.b("kvm.directed_yield_ready");
+  c.yield_to_cost = p.dist("cost.host.yield_to").bind(clk);
   return c;
 }
 
@@ -25,9 +26,10 @@ DirectedYieldConfig DirectedYieldConfig::from(const ParamSet& p) {
 // tries. me->spin_loop.in_spin_loop is set for the scan; when me yielded it
 // stays set until me runs again (sched_in), as me sits in yield_to()'s
 // schedule() meanwhile.
-void DirectedYield::kvm_vcpu_on_spin(Tsc now) {
+Tsc DirectedYield::kvm_vcpu_on_spin(Tsc now) {
   VmVcpuList* vm = v_.vm_vcpus();
-  if (!vm) return;
+  if (!vm) return 0;
+  Tsc cost = 0;
   in_spin_loop_ = true;  // kvm_vcpu_set_in_spin_loop(me, true)
   auto& list = vm->vcpus;
   const int n = static_cast<int>(list.size());
@@ -54,7 +56,8 @@ void DirectedYield::kvm_vcpu_on_spin(Tsc now) {
         continue;
       }
       const bool woken = !v->preempted();
-      const YieldTo y = kvm_vcpu_yield_to(*v, now);
+      const YieldTo y = kvm_vcpu_yield_to(*v, now + cost);
+      cost += y.cost;
       const int yielded = y.yielded;
       if (yielded > 0) {
         vm->last_boosted_vcpu = i;
@@ -62,7 +65,7 @@ void DirectedYield::kvm_vcpu_on_spin(Tsc now) {
         if (woken) ++stats_.directed_yields_woken;
         if (y.remote) ++stats_.directed_yields_remote;
         if (y.ipi_saved) ++stats_.directed_yield_ipis_saved;
-        return;  // in_spin_loop stays set until this vCPU runs again
+        return cost;  // in_spin_loop stays set until this vCPU runs again
       }
       if (yielded == 0) {
         ++stats_.yield_to_failed;
@@ -75,11 +78,14 @@ void DirectedYield::kvm_vcpu_on_spin(Tsc now) {
   // No yield: kvm_vcpu_set_in_spin_loop(me, false); dy_eligible(me, false).
   in_spin_loop_ = false;
   dy_eligible_ = false;
+  return cost;
 }
 
 // kvm_vcpu_yield_to() -> yield_to(task, preempt = 1): `target` becomes the
 // next buddy of its run queue (a remote queue is rescheduled) and this
-// thread yields its pCPU.
+// thread yields its pCPU. Every call but -ESRCH (decided before the locks)
+// pays double_rq_lock() and the rest (cost.host.yield_to); the effects are
+// applied at its start.
 DirectedYield::YieldTo DirectedYield::kvm_vcpu_yield_to(Vcpu& target, Tsc now) {
   Pcpu& me = v_.pcpu();
   HostScheduler& s = me.host().scheduler();
@@ -90,6 +96,7 @@ DirectedYield::YieldTo DirectedYield::kvm_vcpu_yield_to(Vcpu& target, Tsc now) {
   // yield or wake-up is still on its way there).
   const bool resched_pending = cpu >= 0 && s.need_resched(cpu);
   r.yielded = s.yield_to(me.id(), target.se(), now);
+  if (r.yielded != HostScheduler::kYieldToEsrch) r.cost = cfg_.yield_to_cost(v_.rng());
   if (r.yielded > 0 && cpu != me.id()) {
     r.remote = true;
     r.ipi_saved = resched_pending;
@@ -100,10 +107,12 @@ DirectedYield::YieldTo DirectedYield::kvm_vcpu_yield_to(Vcpu& target, Tsc now) {
 
 // kvm_sched_yield(kvm, dest_id) (v5.2 x86.c): yield to the hypercall's
 // target if it may use the pCPU: vcpu->ready (`ready`: d73eb57b80b on), else
-// vcpu->preempted (v5.2). True when this thread yielded.
-bool DirectedYield::kvm_sched_yield(Vcpu& target, bool ready, Tsc now) {
+// vcpu->preempted (v5.2).
+DirectedYield::SchedYield DirectedYield::kvm_sched_yield(Vcpu& target, bool ready, Tsc now) {
   const bool candidate = ready ? target.ready() : target.preempted();
-  return &target != &v_ && candidate && kvm_vcpu_yield_to(target, now).yielded > 0;
+  if (&target == &v_ || !candidate) return {};
+  const YieldTo y = kvm_vcpu_yield_to(target, now);
+  return {y.yielded > 0, y.cost};
 }
 
 // kvm_vcpu_eligible_for_directed_yield() (v4.16 virt/kvm/kvm_main.c): a

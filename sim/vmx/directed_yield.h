@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "sim/core/counters.h"
+#include "sim/core/dist.h"
 #include "sim/core/time.h"
 
 namespace kvmsim {
@@ -23,7 +24,10 @@ struct DirectedYieldConfig {
   // kernel-mode test applies only to the preempted ones. false: v4.16's
   // vcpu->preempted candidates in kernel mode only.
   bool ready = false;
-  static DirectedYieldConfig from(const ParamSet& p);
+  // yield_to() up to its schedule(): double_rq_lock() of both run queues,
+  // yield_to_task_fair(), resched_curr() of a remote queue (cost.host.yield_to).
+  Sampler yield_to_cost;
+  static DirectedYieldConfig from(const ParamSet& p, const TscClock& clk);
 };
 
 struct DirectedYieldStats {
@@ -50,11 +54,16 @@ class DirectedYield {
  public:
   DirectedYield(Vcpu& vcpu, const DirectedYieldConfig& cfg) : v_(vcpu), cfg_(cfg) {}
 
-  // kvm_vcpu_on_spin(me, yield_to_kernel_mode = true).
-  void kvm_vcpu_on_spin(Tsc now);
+  // kvm_vcpu_on_spin(me, yield_to_kernel_mode = true); returns the cycles
+  // its yield_to() calls took (the scan itself is cost.handle_pause).
+  Tsc kvm_vcpu_on_spin(Tsc now);
   // kvm_sched_yield(kvm, dest_id): yield to `target` if it may use the pCPU:
-  // vcpu->ready (`ready`), else vcpu->preempted. True when this thread yielded.
-  bool kvm_sched_yield(Vcpu& target, bool ready, Tsc now);
+  // vcpu->ready (`ready`), else vcpu->preempted.
+  struct SchedYield {
+    bool yielded = false;  // this thread yielded
+    Tsc cost = 0;          // yield_to()'s cycles
+  };
+  SchedYield kvm_sched_yield(Vcpu& target, bool ready, Tsc now);
   // The thread runs again (kvm_sched_in): a vCPU that yielded in
   // kvm_vcpu_on_spin() returns from yield_to()'s schedule() and leaves it.
   void sched_in() {
@@ -71,6 +80,7 @@ class DirectedYield {
     int yielded = 0;         // yield_to()'s result (> 0: yielded)
     bool remote = false;     // the target queues on another pCPU
     bool ipi_saved = false;  // ... whose need_resched was set already: no IPI
+    Tsc cost = 0;            // cost.host.yield_to when the run queues were locked
   };
   YieldTo kvm_vcpu_yield_to(Vcpu& target, Tsc now);
   // kvm_vcpu_eligible_for_directed_yield(): may toggle dy_eligible_.

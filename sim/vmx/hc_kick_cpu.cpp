@@ -25,10 +25,10 @@ Tsc kvm_hc_kick_cpu(Vcpu& caller, std::uint64_t a1, Tsc at) {
   // 266e85a5ec9 (v5.3, "Boost queue head vCPU to mitigate lock waiter
   // preemption"): kvm_sched_yield(kvm, a1) after the kick. It came after
   // d73eb57b80b, so its test is always vcpu->ready.
-  if (caller.vmx().hypercall.kick_cpu_yield &&
-      caller.directed_yield().kvm_sched_yield(target, true, at + cost))
-    ++caller.hypercall_stats().kick_yields;
-  return cost;
+  if (!caller.vmx().hypercall.kick_cpu_yield) return cost;
+  const auto y = caller.directed_yield().kvm_sched_yield(target, true, at + cost);
+  if (y.yielded) ++caller.hypercall_stats().kick_yields;
+  return cost + y.cost;
 }
 
 }  // namespace

@@ -12,9 +12,10 @@ Tsc kvm_hc_sched_yield(Vcpu& caller, std::uint64_t a1, Tsc at) {
   ++caller.hypercall_stats().sched_yield_calls;
   Vcpu& target = hypercall_target(caller, a1, "KVM_HC_SCHED_YIELD");
   // The target test is vcpu->ready with d73eb57b80b, vcpu->preempted before.
-  if (caller.directed_yield().kvm_sched_yield(target, caller.directed_yield().config().ready, at))
-    ++caller.hypercall_stats().sched_yields;
-  return 0;
+  const auto y =
+      caller.directed_yield().kvm_sched_yield(target, caller.directed_yield().config().ready, at);
+  if (y.yielded) ++caller.hypercall_stats().sched_yields;
+  return y.cost;
 }
 
 }  // namespace

@@ -72,6 +72,13 @@ void declare_vmx_params(ParamRegistry& r) {
   r.declare({"cost.handle_pause", ParamType::Dist, "400ns", "time", {}, {}, {},
              "handle_pause(): grow_ple_window() and kvm_vcpu_on_spin()'s scan of the VM's "
              "vCPUs up to yield_to() (estimate)."});
+  r.declare({"cost.host.yield_to", ParamType::Dist, "300ns", "time", {}, {}, {},
+             "yield_to() up to its schedule() (kvm_vcpu_yield_to() from kvm_vcpu_on_spin() or "
+             "kvm_sched_yield()): double_rq_lock() of this and the target's run queue (a "
+             "remote queue's lock line comes from another core), yield_to_task_fair(), "
+             "resched_curr() with the ICR write of the reschedule IPI, the unlock (estimate). "
+             "Not paid on -ESRCH, decided before the locks. The switch that follows is "
+             "cost.host.context_switch and the vCPU's put / load."});
   r.declare({"cost.handle_kick_cpu", ParamType::Dist, "500ns", "time", {}, {}, {},
              "handle_vmcall() -> kvm_emulate_hypercall(KVM_HC_KICK_CPU) -> "
              "kvm_pv_kick_cpu_op(): APIC_DM_REMRD delivery to the target (pv_unhalted, "

@@ -67,8 +67,7 @@ std::optional<PleWindow::Update> PleWindow::shrink_ple_window() {
 KVMSIM_EXIT_HANDLER(PAUSE_INSTRUCTION, "cost.handle_pause", [](Vcpu& v, Tsc now, Tsc /*cost*/) {
   const PleWindow::Update u = v.ple().grow_ple_window();
   v.kvm_signals().kvm_ple_window(v.id(), true, u.new_window, u.old_window, now);
-  v.directed_yield().kvm_vcpu_on_spin(now);
-  return Tsc{0};
+  return v.directed_yield().kvm_vcpu_on_spin(now);
 });
 
 }  // namespace kvmsim

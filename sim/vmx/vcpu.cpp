@@ -19,7 +19,7 @@ VmxConfig VmxConfig::from(const ParamSet& p, const TscClock& clk) {
   c.exit_fastpath_timer = p.b("kvm.exit_fastpath_timer");
   c.halt = HaltConfig::from(p, clk);
   c.ple = PleConfig::from(p);
-  c.directed_yield = DirectedYieldConfig::from(p);
+  c.directed_yield = DirectedYieldConfig::from(p, clk);
   c.steal_time = StealTimeConfig::from(p, clk);
   c.loaded_vmcs = LoadedVmcsConfig::from(p, clk);
   c.hypercall = HypercallConfig::from(p, clk);

@@ -72,13 +72,13 @@ TEST_CASE("sim.fingerprint is pinned for runs where vCPU threads share pCPUs",
       {"scenarios/overcommit_busy.yaml --set sim.max_simulated_s=1 --set "
        "host.sched_load_balance=true",
        813996487132848},
-      {"scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05", 8235474896773161},
+      {"scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05", 7415796286361828},
       {"scenarios/ebizzy_overcommit.yaml --set vm.vcpus=16 --set sim.max_simulated_s=0.05",
-       4197023246342825},
+       6475193712996855},
       {"scenarios/ebizzy_multi_vm.yaml --set vm.count=2 --set sim.max_simulated_s=0.02",
-       1814617995716657},
+       5620220573347992},
       {"scenarios/ebizzy_pvspinlock_revert.yaml --set vm.count=2 --set sim.max_simulated_s=0.01",
-       7950962292160954},
+       4203150866716519},
   };
   int i = 0;
   for (const auto& p : pinned) {

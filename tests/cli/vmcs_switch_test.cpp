@@ -20,7 +20,7 @@ const char* const kPinnedPairs =
 
 TEST_CASE(
     "two CPU-bound vCPUs pinned to each pCPU: every switch between them is one VMPTRLD and, on "
-    "a v5.4 host, one IBPB; nothing migrates, so no VMCS is cleared",
+    "a v5.4 host, one IBPB. Nothing migrates, so no VMCS is cleared",
     "[cli][vmcs]") {
   const auto m = run_metrics("vmcs-pairs", kPinnedPairs);
   const double switches = m.at("host.sched.context_switches").get<double>();
