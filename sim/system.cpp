@@ -184,9 +184,11 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
     owned_observers_.push_back(std::move(prog));
   }
 
-  // The VMs' task groups on the host (vm.cgroup): one per VM, or one for all.
-  const std::string& cgroup = p.s("vm.cgroup");
-  const auto shares = static_cast<std::uint64_t>(p.i("vm.cpu_shares"));
+  // The VMs' task groups on the host (vm.cgroup, or host.sched_autogroup's
+  // session groups): one per VM, or one for all.
+  const GroupLayout layout = GroupLayout::from(p);
+  const std::string& cgroup = layout.vms;
+  const std::uint64_t shares = layout.vm_shares;
   TaskGroup* shared_group =
       cgroup == "shared" ? host_->scheduler().create_group("machine", shares) : nullptr;
   for (int vm = 0; vm < nvms; ++vm) {

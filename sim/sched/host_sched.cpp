@@ -39,6 +39,18 @@ HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunabl
   }
 }
 
+GroupLayout GroupLayout::from(const ParamSet& p) {
+  GroupLayout g;
+  const bool autogroup = p.s("host.sched_autogroup") == "per_session";
+  g.vms = p.s("vm.cgroup");
+  if (g.vms != "none")
+    g.vm_shares = static_cast<std::uint64_t>(p.i("vm.cpu_shares"));
+  else if (autogroup)
+    g.vms = "per_vm";  // each QEMU's session: an autogroup of nice 0
+  g.hogs_own = p.s("host.hog.cgroup") == "own" || (autogroup && p.i("host.hog.count") > 0);
+  return g;
+}
+
 CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& clock, int ncpus) {
   auto ns = [&](const char* key) { return static_cast<std::uint64_t>(p.i(key)); };
   CfsTunables t = CfsTunables::from_ns(
@@ -47,7 +59,7 @@ CfsTunables HostScheduler::tunables_from(const ParamSet& p, const TscClock& cloc
       parse_tunable_scaling(p.s("host.sched_tunable_scaling")), ncpus);
   t.load_balance = p.b("host.sched_load_balance");
   t.wakeup_preemption = p.b("host.sched_feat_wakeup_preemption");
-  t.groups = p.s("vm.cgroup") != "none" || p.s("host.hog.cgroup") == "own";
+  t.groups = GroupLayout::from(p).any();
   t.nice0 = t.groups ? kNice0Load << 10 : kNice0Load;  // scale_load(NICE_0_LOAD)
   return t;
 }

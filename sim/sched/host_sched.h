@@ -62,6 +62,18 @@ struct TaskGroup {
   std::uint64_t load_sum = 0;                    // sum of the rq loads
 };
 
+// Which threads the host set-up puts in task groups: a cgroup (vm.cgroup,
+// host.hog.cgroup) or, for threads a cgroup leaves in the root, their
+// session's autogroup (host.sched_autogroup; kernel/sched/autogroup.c:
+// task_wants_autogroup() only for tasks of the root task group).
+struct GroupLayout {
+  std::string vms = "none";        // none | per_vm | shared
+  bool hogs_own = false;           // the hogs in a group of their own
+  std::uint64_t vm_shares = 1024;  // a VM group's cpu.shares (an autogroup's: nice 0)
+  [[nodiscard]] bool any() const { return vms != "none" || hogs_own; }
+  static GroupLayout from(const ParamSet& p);
+};
+
 struct SchedCounters {
   std::uint64_t context_switches = 0;    // rq->nr_switches: pick_next() chose another entity
                                          // (idle counts as one)

@@ -60,8 +60,9 @@ std::vector<std::unique_ptr<HostTask>> make_host_tasks(const ParamSet& p, Host& 
   }
   if (!hog_cpus.empty()) hog_mask = CpuMask::of(hog_cpus);
   tasks.reserve(p.i("host.hog.count"));
-  // host.hog.cgroup own: the hogs share one task group (cpu.shares 1024).
-  TaskGroup* hogs = p.s("host.hog.cgroup") == "own" && p.i("host.hog.count") > 0
+  // host.hog.cgroup own, or their session's autogroup: the hogs share one
+  // task group (cpu.shares 1024, an autogroup's nice 0).
+  TaskGroup* hogs = GroupLayout::from(p).hogs_own && p.i("host.hog.count") > 0
                         ? host.scheduler().create_group("hogs", kNice0Load)
                         : nullptr;
   for (int i = 0; i < p.i("host.hog.count"); ++i) {

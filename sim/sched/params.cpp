@@ -332,6 +332,21 @@ void declare_sched_params(ParamRegistry& r) {
              "the VMs' groups, as host processes in the root cgroup; own = one task group of "
              "cpu.shares 1024 for all of them (another VM's busy vCPUs, or another session's "
              "autogroup). 'own' turns group scheduling on."});
+  r.declare({"host.sched_autogroup",
+             ParamType::String,
+             "off",
+             "",
+             {},
+             {},
+             {"off", "per_session"},
+             "Autogroup (CONFIG_SCHED_AUTOGROUP, kernel.sched_autogroup_enabled): off = the "
+             "sysctl at 0 or a kernel without it; per_session = on, with each QEMU and the "
+             "hogs' program started from a session of its own (a shell or a service each): "
+             "threads that no cgroup takes out of the root (vm.cgroup none, host.hog.cgroup "
+             "root) run in their session's group of weight 1024 (nice 0), so this acts like "
+             "vm.cgroup per_vm with the hogs in their own group. Autogroup is ignored for "
+             "threads in a cgroup (task_wants_autogroup()). QEMUs all started from one shell "
+             "share one autogroup: vm.cgroup shared is the nearest set-up."});
   r.declare({"vm.cgroup",
              ParamType::String,
              "none",

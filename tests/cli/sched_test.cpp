@@ -181,3 +181,37 @@ TEST_CASE(
   CHECK(grouped.at("sim.fingerprint") != flat.at("sim.fingerprint"));
   CHECK(shared.at("sim.fingerprint") == grouped.at("sim.fingerprint"));
 }
+
+// host.sched_autogroup per_session: threads a cgroup leaves in the root run
+// in their session's autogroup of weight 1024. With one VM and a hog on
+// pCPU 0 that is the VM in a group and the hogs in another; vm.cpu_shares
+// (a cgroup's knob) does not act on an autogroup, and a VM placed in a cgroup
+// leaves its autogroup (task_wants_autogroup()).
+TEST_CASE(
+    "host.sched_autogroup per_session groups a VM and the hogs as vm.cgroup per_vm with the "
+    "hogs' own group would, and gives way to a cgroup",
+    "[cli][sched][groups]") {
+  const std::string base =
+      "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=0.5 --set "
+      "vm.pinning=[0,0,1,1,2,2,3,3] --set vm.affinity=[] --set host.hog.affinity=[0]";
+  const auto fp = [](const nlohmann::json& m) { return m.at("sim.fingerprint").get<double>(); };
+  const auto autogroup = run_metrics("ag-on", base + " --set host.sched_autogroup=per_session");
+  const auto cgroups =
+      run_metrics("ag-cgroups", base + " --set vm.cgroup=per_vm --set host.hog.cgroup=own");
+  const auto flat = run_metrics("ag-off", base);
+  CHECK(fp(autogroup) == fp(cgroups));
+  CHECK(fp(autogroup) != fp(flat));
+  const auto shares = run_metrics(
+      "ag-shares", base + " --set host.sched_autogroup=per_session --set vm.cpu_shares=256");
+  CHECK(fp(shares) == fp(autogroup));
+  // In a cgroup of cpu.shares 256 the VM is no longer in its autogroup.
+  const auto in_cgroup = run_metrics("ag-in-cgroup", base +
+                                                         " --set host.sched_autogroup=per_session "
+                                                         "--set vm.cgroup=per_vm --set "
+                                                         "vm.cpu_shares=256");
+  const auto cgroup_only = run_metrics(
+      "ag-cgroup-only",
+      base + " --set vm.cgroup=per_vm --set vm.cpu_shares=256 --set host.hog.cgroup=own");
+  CHECK(fp(in_cgroup) == fp(cgroup_only));
+  CHECK(fp(in_cgroup) != fp(autogroup));
+}
