@@ -36,6 +36,9 @@ HostScheduler::HostScheduler(const Topology& topology, const CfsTunables& tunabl
       if (span->size() > 1 && (levels.empty() || levels.back() != *span)) levels.push_back(*span);
     domains_.push_back(std::move(levels));
     next_balance_.emplace_back(domains_.back().size(), Tsc{0});
+    std::vector<Tsc> min_interval;  // sd->min_interval = sd_weight ms
+    for (const auto& span : domains_.back()) min_interval.push_back(span.size());
+    balance_interval_.push_back(std::move(min_interval));
   }
 }
 
@@ -585,15 +588,22 @@ std::vector<SchedEntity*> HostScheduler::rebalance_domains(int cpu, Tsc now) {
   const auto& levels = domains_.at(c);
   for (std::size_t l = 0; l < levels.size(); ++l) {
     if (now < next_balance_[c][l]) continue;
-    // get_sd_balance_interval(): sd->balance_interval (= sd_weight ms; its
-    // doubling while balanced is not modelled), x busy_factor when busy,
-    // clamped to [1 ms, max_load_balance_interval].
-    const bool busy = !idle(cpu);
-    Tsc interval = static_cast<Tsc>(levels[l].size()) * (busy ? 32 : 1);
-    interval = std::clamp<Tsc>(interval, 1, std::max<Tsc>(1, static_cast<Tsc>(cpus()) * 100));
-    next_balance_[c][l] = now + interval * tunables_.ms;
     ++counters_.load_balance_runs;
-    load_balance(cpu, l, now, pulled);
+    const LoadBalance r = load_balance(cpu, l, now, pulled);
+    // sd->balance_interval: back to sd->min_interval (sd_weight ms) after an
+    // imbalance, doubled while balanced up to sd->max_interval (2 x
+    // sd_weight), or up to MAX_PINNED_INTERVAL (512 ms) while all pinned.
+    Tsc& bi = balance_interval_[c][l];
+    const auto min_interval = static_cast<Tsc>(levels[l].size());
+    if (r.unbalanced && !r.all_pinned)
+      bi = min_interval;
+    else if ((r.all_pinned && bi < 512) || bi < 2 * min_interval)
+      bi *= 2;
+    // get_sd_balance_interval() with the pCPU's state after the pull: x
+    // busy_factor (32) when busy, clamped to [1 ms, max_load_balance_interval].
+    const Tsc interval = std::clamp<Tsc>(bi * (idle(cpu) ? 1 : 32), 1,
+                                         std::max<Tsc>(1, static_cast<Tsc>(cpus()) * 100));
+    next_balance_[c][l] = now + interval * tunables_.ms;
   }
   return pulled;
 }
@@ -601,9 +611,13 @@ std::vector<SchedEntity*> HostScheduler::rebalance_domains(int cpu, Tsc now) {
 // load_balance() of one domain level for `cpu` (v4.16 kernel/sched/fair.c,
 // equal-capacity pCPUs: avg_load = load * SCHED_CAPACITY_SCALE / capacity
 // reduces to load per pCPU, kept here in units of weight x 1024 / pCPUs).
-int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
-                                std::vector<SchedEntity*>& pulled) {
+HostScheduler::LoadBalance HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
+                                                       std::vector<SchedEntity*>& pulled) {
+  LoadBalance r;
   const auto& span = domains_[static_cast<std::size_t>(cpu)][level];
+  // Every pCPU balances every level: should_we_balance() (only the local
+  // group's first idle pCPU, else its first, with LBF_DST_PINNED moving the
+  // pull to a sibling the task may run on) is not modelled.
   struct Group {
     std::vector<int> cpus;
     std::uint64_t load = 0;
@@ -641,14 +655,14 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     if (!busiest || (over && !best_over) || (over == best_over && g.avg > busiest->avg))
       busiest = &g;
   }
-  if (local == nullptr || busiest == nullptr) return 0;
+  if (local == nullptr || busiest == nullptr) return r;
   const std::uint64_t sds_avg = total * kNice0Load / span.size();
   // find_busiest_group(): the balanced cases.
-  if (local->avg >= busiest->avg || local->avg >= sds_avg) return 0;
+  if (local->avg >= busiest->avg || local->avg >= sds_avg) return r;
   const std::uint64_t pct = level == 0 && topo_.threads_per_core() > 1    ? 110
                             : span == llc_[static_cast<std::size_t>(cpu)] ? 117
                                                                           : 125;
-  if (!idle(cpu) && 100 * busiest->avg <= pct * local->avg) return 0;
+  if (!idle(cpu) && 100 * busiest->avg <= pct * local->avg) return r;
   // calculate_imbalance() (in load units: weight).
   const std::uint64_t lpt = busiest->load / busiest->nr;  // load_per_task
   std::uint64_t imbalance = 0;
@@ -672,24 +686,26 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     const std::uint64_t scaled = lpt * kNice0Load / busiest->cpus.size();
     imbalance = busiest->avg + scaled >= local->avg + scaled * imbn ? lpt : 0;
   }
-  if (imbalance == 0) return 0;
+  if (imbalance == 0) return r;
   // find_busiest_queue(): the heaviest queue of the group with a task to move.
   int src = -1;
   for (int c : busiest->cpus)
     if (nr_running(c) >= 2 && (src < 0 || rq(c).load() > rq(src).load())) src = c;
-  if (src < 0) return 0;
+  if (src < 0) return r;
+  r.unbalanced = true;
   // detach_tasks(): least recently run first; not running, allowed here, not
   // cache hot; a task whose half load exceeds what is left is skipped.
-  int moved = 0;
   auto left = static_cast<std::int64_t>(imbalance);
   std::vector<SchedEntity*> cands = queued_tasks(src);
   std::sort(cands.begin(), cands.end(), [](const SchedEntity* a, const SchedEntity* b) {
     return std::tie(a->exec_start, a->id) < std::tie(b->exec_start, b->id);
   });
   const Tsc cost = tunables_.migration_cost;
+  r.all_pinned = true;
   for (SchedEntity* e : cands) {
     if (left <= 0) break;
     if (!e->allowed.test(cpu)) continue;
+    r.all_pinned = false;
     if (cost > 0 && e->pcount > 0 && now < e->exec_start + cost) continue;  // task_hot()
     const auto h_load = static_cast<std::int64_t>(task_h_load(*e));
     if (h_load / 2 > left) continue;
@@ -698,9 +714,9 @@ int HostScheduler::load_balance(int cpu, std::size_t level, Tsc now,
     ++counters_.load_balance_pulls;
     pulled.push_back(e);
     left -= h_load;
-    ++moved;
+    ++r.moved;
   }
-  return moved;
+  return r;
 }
 
 // With groups the earliest of the levels' (each level's check_preempt_tick()).

@@ -268,7 +268,17 @@ class HostScheduler {
   std::vector<std::vector<std::vector<int>>> domains_;  // per cpu: spans, smallest first
   std::vector<std::vector<int>> smt_, llc_;             // per cpu: smt_span, llc_span
   std::vector<std::vector<Tsc>> next_balance_;  // per cpu, per level: sd->last_balance + interval
-  int load_balance(int cpu, std::size_t level, Tsc now, std::vector<SchedEntity*>& pulled);
+  // per cpu, per level: sd->balance_interval in ms (sd_weight .. 2 x sd_weight,
+  // up to MAX_PINNED_INTERVAL while every task was pinned elsewhere)
+  std::vector<std::vector<Tsc>> balance_interval_;
+  // What one load_balance() found: tasks moved; the level was unbalanced
+  // (a busiest queue was found); every candidate was pinned elsewhere
+  // (LBF_ALL_PINNED).
+  struct LoadBalance {
+    int moved = 0;
+    bool unbalanced = false, all_pinned = false;
+  };
+  LoadBalance load_balance(int cpu, std::size_t level, Tsc now, std::vector<SchedEntity*>& pulled);
   SchedCounters counters_;
   std::vector<std::unique_ptr<TaskGroup>> groups_;
   std::vector<unsigned> nr_tasks_;  // with groups: rq->nr_running per cpu

@@ -675,6 +675,34 @@ TEST_CASE("sched: periodic load balancing pulls one task from 3 to 1 and swaps 3
   }
 }
 
+// sd->balance_interval (v4.16 load_balance()): a balanced level doubles its
+// interval up to sd->max_interval (2 x sd_weight ms), an imbalance resets it
+// to sd->min_interval (sd_weight ms); busy pCPUs wait 32 times as long.
+TEST_CASE("sched: a balanced level is looked at half as often, an unbalanced one at once again",
+          "[sched]") {
+  const Topology topo(1, 1, 2);  // the SMT level only: sd_weight 2
+  HostScheduler s(topo, balancing());
+  std::deque<SchedEntity> pool;
+  crowd(s, pool, 0, 2);
+  crowd(s, pool, 1, 2);
+  const Tsc t = 10 * kMs;
+  CHECK(s.rebalance_domains(1, t).empty());  // balanced: 2 ms -> 4 ms
+  const auto runs = [&] { return s.counters().load_balance_runs; };
+  CHECK(runs() == 1);
+  s.rebalance_domains(1, t + 127 * kMs);  // 4 ms x 32 = 128 ms
+  CHECK(runs() == 1);
+  s.rebalance_domains(1, t + 128 * kMs);  // balanced again: stays at 2 x 2 ms
+  CHECK(runs() == 2);
+  s.rebalance_domains(1, t + 255 * kMs);
+  CHECK(runs() == 2);
+  crowd(s, pool, 0, 2);  // 4 against 2: pulls one and resets to 2 ms
+  CHECK(s.rebalance_domains(1, t + 256 * kMs).size() == 1);
+  s.rebalance_domains(1, t + 319 * kMs);
+  CHECK(runs() == 3);
+  s.rebalance_domains(1, t + 320 * kMs);  // 2 ms x 32
+  CHECK(runs() == 4);
+}
+
 TEST_CASE(
     "sched: the host tick by context: CONFIG_HZ (host.hz) on a stock pCPU, the 1 Hz nohz_full "
     "residual on a pCPU in host.isolcpus, host.tick_hz on every pCPU when set",
