@@ -57,11 +57,12 @@ Tsc LoadedVmcs::vcpu_load(Pcpu& cpu, bool was_preempted) {
   return c;
 }
 
-// Only in runs where a VMCS changed pCPU or gave way to another.
+// Only in runs where a vCPU was put or loaded at a cost (a preemption, a
+// VMCS that gave way to another or changed pCPU).
 static const RegisterVcpuMetrics loaded_vmcs_metrics([](const std::vector<Vcpu*>& vcpus, Metrics& m,
                                                         const TscClock& clk) {
   const LoadedVmcsStats s = sum_over(vcpus, [](const Vcpu& v) { return v.loaded_vmcs().stats(); });
-  if (!s.vmptrlds && !s.loaded_vmcs_clears) return;
+  if (!s.cycles && !s.vmptrlds && !s.loaded_vmcs_clears) return;
   m["vcpu.vmptrlds"] = static_cast<double>(s.vmptrlds);
   m["vcpu.ibpbs"] = static_cast<double>(s.ibpbs);
   m["vcpu.loaded_vmcs_clears"] = static_cast<double>(s.loaded_vmcs_clears);

@@ -42,7 +42,7 @@ KVMSIM_DECLARE_METRICS(vmx, {
     {"vcpu.yield_to_failed", "count", "kvm", "yield_to() calls that returned 0 (the candidate was running)."},
     {"vcpu.yield_to_esrch", "count", "kvm", "yield_to() calls that returned -ESRCH (both run queues had a single task)."},
     {"vcpu.dy_ineligible", "count", "kvm", "Candidates kvm_vcpu_eligible_for_directed_yield() passed over (themselves in kvm_vcpu_on_spin() with dy_eligible false)."},
-    {"vcpu.vmptrlds", "count", "kvm", "vmx_vcpu_load() calls that made the vCPU's VMCS current with VMPTRLD because the pCPU had another one current (a switch between vCPU threads, or a wake-up after another vCPU ran there). This and the next three only when non-zero."},
+    {"vcpu.vmptrlds", "count", "kvm", "vmx_vcpu_load() calls that made the vCPU's VMCS current with VMPTRLD because the pCPU had another one current (a switch between vCPU threads, or a wake-up after another vCPU ran there). These four only in runs where a vCPU was preempted or its VMCS gave way or moved."},
     {"vcpu.ibpbs", "count", "kvm", "Of vcpu.vmptrlds, those followed by an indirect branch prediction barrier (host.spectre_v2_ibpb)."},
     {"vcpu.loaded_vmcs_clears", "count", "kvm", "vmx_vcpu_load() calls on a pCPU other than the one the VMCS was last loaded on: loaded_vmcs_clear() waited for the old pCPU's VMCLEAR."},
     {"vcpu.vmcs_switch_us", "us", "kvm", "Time the preempt notifiers spent beyond the host context switch: vcpu_put / vcpu_load of preempted vCPUs, VMPTRLDs, IBPBs and VMCS clears (cost.vcpu_put, cost.vcpu_load, cost.vmptrld, cost.host.ibpb, cost.loaded_vmcs_clear)."},
