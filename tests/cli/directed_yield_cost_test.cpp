@@ -5,57 +5,42 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
+#include <utility>
+#include <variant>
 
-#include "tests/cli/cli_runner.h"
+#include "tests/cli/traced_run.h"
 
 using namespace kvmsim::test;
 
 namespace {
-// From a --trace file: the shortest time from a vCPU's kvm_ple_window grow
-// (handle_pause() starting) to the sched_switch that takes that vCPU off its
-// pCPU.
-double min_pause_to_switch_us(const std::string& trace) {
-  std::map<std::string, std::pair<std::string, double>> pending;  // cpu -> (comm, t)
+namespace tr = kvmsim::trace;
+
+// The shortest time from a vCPU's kvm_ple_window grow (handle_pause()
+// starting) to the sched_switch that takes that vCPU off its pCPU.
+double run_min_gap(const std::string& name, const std::string& yield_to) {
+  const TracedRun run =
+      traced_run(name,
+                 "scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05 --set "
+                 "cost.host.yield_to=" +
+                     yield_to);
+  REQUIRE(run.metric("vcpu.directed_yields") > 100);
+  std::map<int, std::pair<int, std::int64_t>> pending;  // cpu -> (vCPU thread, ts)
   double best = std::numeric_limits<double>::infinity();
-  std::istringstream lines(trace);
-  for (std::string line; std::getline(lines, line);) {
-    const auto lb = line.find('[');
-    const auto colon = line.find(": ", lb);
-    if (lb == std::string::npos || colon == std::string::npos) continue;
-    const std::string cpu = line.substr(lb + 1, 3);
-    const double t = std::stod(line.substr(lb + 5, colon - lb - 5));
-    const auto dash = line.rfind('-', lb);
-    std::string comm = line.substr(0, dash);
-    comm.erase(0, comm.find_first_not_of(' '));
-    if (line.find("kvm_ple_window:") != std::string::npos &&
-        line.find("(grow") != std::string::npos) {
-      pending[cpu] = {comm, t};
-    } else if (line.find("sched_switch:") != std::string::npos) {
-      const auto it = pending.find(cpu);
-      if (it != pending.end() && line.find(it->second.first + ":", colon) != std::string::npos &&
-          line.find(" ==> ") > line.find(it->second.first + ":", colon)) {
-        best = std::min(best, (t - it->second.second) * 1e6);
-      }
-      pending.erase(cpu);
+  for (const TracedEvent& e : run.events) {
+    if (const auto* w = std::get_if<tr::KvmPleWindow>(&e.data)) {
+      if (w->grow) pending[e.cpu] = {e.pid, e.ts};
+    } else if (const auto* sw = std::get_if<tr::SchedSwitch>(&e.data)) {
+      const auto it = pending.find(e.cpu);
+      if (it != pending.end() && sw->prev_pid == it->second.first)
+        best = std::min(best, static_cast<double>(e.ts - it->second.second) / 1e3);
+      pending.erase(e.cpu);
     }
   }
   return best;
-}
-
-double run_min_gap(const std::string& name, const std::string& yield_to) {
-  const auto dir = out_dir(name);
-  const auto r = run_cli(
-      "run scenarios/ebizzy_light_overcommit.yaml --set sim.max_simulated_s=0.05 --set "
-      "cost.host.yield_to=" +
-      yield_to + " -q --out " + dir.string() + " --trace " + (dir / "t.txt").string());
-  REQUIRE(r.exit_code == 0);
-  const auto m = read_json(dir / "summary.json").at("metrics");
-  REQUIRE(m.at("vcpu.directed_yields").get<double>() > 100);
-  return min_pause_to_switch_us(read_text(dir / "t.txt"));
 }
 }  // namespace
 

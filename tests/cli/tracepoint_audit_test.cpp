@@ -7,7 +7,6 @@
 // place or not at all makes it fail.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <map>
 #include <string>
 #include <variant>
@@ -15,62 +14,15 @@
 
 #include "sim/trace/trace_parse.h"
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/traced_run.h"
 
 using namespace kvmsim::test;
 namespace tr = kvmsim::trace;
 
 namespace {
 
-struct Ev {
-  std::string event;
-  int pid = -1;  // the thread the event was traced on (a vCPU thread: one per vCPU)
-  int cpu = -1;
-  tr::TraceEventData data;
-  std::string payload;  // the text, for events trace_format.h does not parse
-};
-
-struct Run {
-  std::vector<Ev> events;
-  nlohmann::json metrics;
-
-  [[nodiscard]] std::size_t count(const std::string& event) const {
-    std::size_t n = 0;
-    for (const Ev& e : events) n += e.event == event;
-    return n;
-  }
-  [[nodiscard]] double metric(const std::string& key) const {
-    return metrics.contains(key) ? metrics.at(key).get<double>() : 0.0;
-  }
-  template <class T, class Pred>
-  [[nodiscard]] std::size_t count_if(Pred pred) const {
-    std::size_t n = 0;
-    for (const Ev& e : events)
-      if (const T* d = std::get_if<T>(&e.data)) n += pred(*d);
-    return n;
-  }
-};
-
-// `kvmsim run ARGS --trace`, parsed: every event line, and summary.json's metrics.
-Run traced_run(const std::string& name, const std::string& args) {
-  const auto dir = out_dir("tp-audit-" + name);
-  const auto trace = dir / "trace.txt";
-  const auto r =
-      run_cli("run " + args + " -q --out " + dir.string() + " --trace " + trace.string());
-  if (r.exit_code != 0) FAIL("kvmsim run " << args << " failed:\n" << r.output);
-  Run run;
-  run.metrics = read_json(dir / "summary.json").at("metrics");
-  std::ifstream in(trace);
-  REQUIRE(in);
-  std::size_t bad = 0;
-  tr::parse_trace(in, [&](const tr::TraceRecord& rec) {
-    if (rec.kind == tr::LineKind::Malformed || rec.bad_payload()) ++bad;
-    if (rec.kind != tr::LineKind::Event) return;
-    run.events.push_back({rec.event, rec.pid, rec.cpu, rec.data, rec.payload});
-  });
-  REQUIRE(bad == 0);
-  REQUIRE(!run.events.empty());
-  return run;
-}
+using Ev = TracedEvent;
+using Run = TracedRun;
 
 // One VM exit of a thread up to its next entry: the events the vCPU thread
 // traced in between (the exit's handling, and a halt's block and wake-up).

@@ -4,16 +4,24 @@
 // what the notifiers cost comes out of the guests' time.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
+#include <utility>
+#include <variant>
 
-#include "tests/cli/cli_runner.h"
+#include "tests/cli/traced_run.h"
 
 using namespace kvmsim::test;
 
 namespace {
+namespace tr = kvmsim::trace;
+
+// A vCPU thread's comm ("CPU 3/KVM").
+bool is_vcpu(const std::string& comm) { return comm.rfind("CPU ", 0) == 0; }
+
 const char* const kPinnedPairs =
     "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=2 --set host.hog.count=0 "
     "--set vm.affinity=[] --set vm.pinning=[0,0,1,1,2,2,3,3]";
@@ -52,28 +60,20 @@ TEST_CASE(
     "vCPUs that float over the pCPUs: a vCPU switched in on another pCPU than where it last "
     "ran pays one VMCS clear, and only then",
     "[cli][vmcs]") {
-  const auto dir = out_dir("vmcs-float");
-  const auto r = run_cli(
-      "run scenarios/overcommit_busy.yaml --set sim.max_simulated_s=2 --set host.hog.count=0 "
-      "--set vm.vcpus=6 --set host.sched_load_balance=true -q --out " +
-      dir.string() + " --trace " + (dir / "t.txt").string());
-  REQUIRE(r.exit_code == 0);
-  const auto m = read_json(dir / "summary.json").at("metrics");
+  const TracedRun run = traced_run(
+      "vmcs-float",
+      "scenarios/overcommit_busy.yaml --set sim.max_simulated_s=2 --set host.hog.count=0 "
+      "--set vm.vcpus=6 --set host.sched_load_balance=true");
+  const auto& m = run.metrics;
   // From the trace: switch-ins of a vCPU thread on a pCPU other than its last one.
-  std::map<std::string, std::string> last_cpu;
+  std::map<int, int> last_cpu;  // vCPU thread -> pCPU
   int moved = 0;
-  std::istringstream lines(read_text(dir / "t.txt"));
-  for (std::string line; std::getline(lines, line);) {
-    const auto sw = line.find("sched_switch:");
-    const auto arrow = line.find("==> ");
-    if (sw == std::string::npos || arrow == std::string::npos) continue;
-    const auto lb = line.find('[');
-    const std::string cpu = line.substr(lb + 1, 3);
-    const std::string next = line.substr(arrow + 4, line.find(':', arrow) - arrow - 4);
-    if (next.rfind("CPU ", 0) != 0) continue;
-    const auto it = last_cpu.find(next);
-    if (it != last_cpu.end() && it->second != cpu) ++moved;
-    last_cpu[next] = cpu;
+  for (const TracedEvent& e : run.events) {
+    const auto* sw = std::get_if<tr::SchedSwitch>(&e.data);
+    if (sw == nullptr || !is_vcpu(sw->next_comm)) continue;
+    const auto it = last_cpu.find(sw->next_pid);
+    if (it != last_cpu.end() && it->second != e.cpu) ++moved;
+    last_cpu[sw->next_pid] = e.cpu;
   }
   INFO("migrations " << m.at("host.sched.migrations").get<double>() << ", runs on a new pCPU "
                      << moved);
@@ -82,47 +82,31 @@ TEST_CASE(
 }
 
 namespace {
-// From a --trace file: the shortest time from a sched_switch that puts a vCPU
-// thread on a pCPU to that vCPU's next kvm_entry there.
-double min_switch_to_entry_us(const std::string& trace) {
-  std::map<std::string, std::pair<std::string, double>> pending;  // cpu -> (comm, t)
-  std::set<std::string> ran;
+// The shortest time from a sched_switch that puts a vCPU thread on a pCPU,
+// after another vCPU thread, to that vCPU's next kvm_entry there. Only
+// vCPUs that ran before: a vCPU's first run is its creation's load (free).
+double pairs_min_gap(const std::string& name, const std::string& sets) {
+  const TracedRun run = traced_run(name, std::string(kPinnedPairs) + sets);
+  std::map<int, std::pair<int, std::int64_t>> pending;  // cpu -> (vCPU thread, ts)
+  std::set<int> ran;
   double best = 1e300;
-  std::istringstream lines(trace);
-  for (std::string line; std::getline(lines, line);) {
-    const auto lb = line.find('[');
-    const auto colon = line.find(": ", lb);
-    if (lb == std::string::npos || colon == std::string::npos) continue;
-    const std::string cpu = line.substr(lb + 1, 3);
-    const double t = std::stod(line.substr(lb + 5, colon - lb - 5));
-    if (line.find("sched_switch:") != std::string::npos) {
-      // From one vCPU thread to another that ran before (its first run is
-      // its creation's load: free).
-      const auto arrow = line.find("==> ");
-      const std::string next = line.substr(arrow + 4, line.find(':', arrow) - arrow - 4);
-      const auto prev = line.find_first_not_of(' ', line.find("sched_switch:") + 13);
-      if (next.rfind("CPU ", 0) == 0 && line.compare(prev, 4, "CPU ") == 0 && ran.count(next))
-        pending[cpu] = {next, t};
-      else
-        pending.erase(cpu);
-      if (next.rfind("CPU ", 0) == 0) ran.insert(next);
-    } else if (line.find("kvm_entry:") != std::string::npos) {
-      const auto it = pending.find(cpu);
-      if (it != pending.end() && line.find(it->second.first + "-") != std::string::npos) {
-        best = std::min(best, (t - it->second.second) * 1e6);
+  for (const TracedEvent& e : run.events) {
+    if (const auto* sw = std::get_if<tr::SchedSwitch>(&e.data)) {
+      if (is_vcpu(sw->next_comm) && is_vcpu(sw->prev_comm) && ran.count(sw->next_pid)) {
+        pending[e.cpu] = {sw->next_pid, e.ts};
+      } else {
+        pending.erase(e.cpu);
+      }
+      if (is_vcpu(sw->next_comm)) ran.insert(sw->next_pid);
+    } else if (std::holds_alternative<tr::KvmEntry>(e.data)) {
+      const auto it = pending.find(e.cpu);
+      if (it != pending.end() && it->second.first == e.pid) {
+        best = std::min(best, static_cast<double>(e.ts - it->second.second) / 1e3);
         pending.erase(it);
       }
     }
   }
   return best;
-}
-
-double pairs_min_gap(const std::string& name, const std::string& sets) {
-  const auto dir = out_dir(name);
-  const auto r = run_cli(std::string("run ") + kPinnedPairs + sets + " -q --out " + dir.string() +
-                         " --trace " + (dir / "t.txt").string());
-  REQUIRE(r.exit_code == 0);
-  return min_switch_to_entry_us(read_text(dir / "t.txt"));
 }
 }  // namespace
 
