@@ -10,16 +10,25 @@ namespace kvmsim {
 std::vector<CpuidleState> parse_cpuidle_states(const std::string& table, int max_cstate) {
   // State 0 is the kernel's POLL state (CPUIDLE_DRIVER_STATE_START = 1 on
   // x86 before v4.17): exit_latency 0, target_residency 0, stays in C0.
-  std::vector<CpuidleState> states{{"POLL", 0, 0}};
+  std::vector<CpuidleState> states{{"POLL", 0, 0, false}};
   std::stringstream ss(table);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    // An optional fourth field, "tlb_flushed", is the kernel's
+    // CPUIDLE_FLAG_TLB_FLUSHED: the state loses the core's TLB and caches.
+    CpuidleState s;
+    static const std::string kFlushed = ":tlb_flushed";
+    if (item.size() > kFlushed.size() &&
+        item.compare(item.size() - kFlushed.size(), kFlushed.size(), kFlushed) == 0) {
+      s.tlb_flushed = true;
+      item.resize(item.size() - kFlushed.size());
+    }
     const auto a = item.find(':');
     const auto b = a == std::string::npos ? a : item.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos || a == 0)
-      throw std::invalid_argument("host.cpuidle_states: '" + item +
-                                  "' is not NAME:EXIT_LATENCY_US:TARGET_RESIDENCY_US");
-    CpuidleState s;
+      throw std::invalid_argument(
+          "host.cpuidle_states: '" + item +
+          "' is not NAME:EXIT_LATENCY_US:TARGET_RESIDENCY_US[:tlb_flushed]");
     s.name = item.substr(0, a);
     try {
       std::size_t used = 0;
@@ -139,6 +148,8 @@ CpuidleConfig cpuidle_config(const ParamSet& p, const TscClock& clk) {
   c.latency_req_us = static_cast<std::uint64_t>(p.i("host.cpuidle_latency_req_us"));
   c.enter_cost = p.dist("cost.host.idle_enter").bind(clk);
   c.select_cost = p.dist("cost.host.cpuidle_select").bind(clk);
+  c.refill_cost = p.dist("cost.host.cstate_refill").bind(clk);
+  c.leave_mm_cost = p.dist("cost.host.leave_mm").bind(clk);
   if (c.enabled) {
     c.states =
         parse_cpuidle_states(p.s("host.cpuidle_states"), static_cast<int>(p.i("host.max_cstate")));

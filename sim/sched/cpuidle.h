@@ -39,6 +39,10 @@ struct CpuidleState {
   std::string name;
   std::uint32_t exit_latency_us = 0;      // drv->states[i].exit_latency
   std::uint32_t target_residency_us = 0;  // drv->states[i].target_residency
+  // CPUIDLE_FLAG_TLB_FLUSHED: intel_idle() calls leave_mm() before MWAIT,
+  // and the core loses its TLB and L1/L2 (C3 and C6 on Haswell, C6 on
+  // Skylake-SP): the work after the wake-up runs cold (cost.host.cstate_refill).
+  bool tlb_flushed = false;
 };
 
 // "C1-HSW:2:2,C1E-HSW:10:20" -> states (POLL first). Throws on a malformed
@@ -88,6 +92,8 @@ struct CpuidleConfig {
   std::uint64_t latency_req_us = 0;  // PM QoS cpu_dma_latency
   Sampler enter_cost;                // cost.host.idle_enter: tick_nohz_idle_enter()
   Sampler select_cost;               // cost.host.cpuidle_select: each idle-loop round
+  Sampler refill_cost;    // cost.host.cstate_refill: cold caches / TLB after a tlb_flushed state
+  Sampler leave_mm_cost;  // cost.host.leave_mm: leave_mm()'s and switch_mm()'s CR3 writes
 };
 CpuidleConfig cpuidle_config(const ParamSet& p, const TscClock& clk);
 
@@ -95,6 +101,8 @@ struct CpuidleStats {
   std::vector<std::uint64_t> usage;  // per state: entries (cpuidle/stateN/usage)
   std::vector<Tsc> residency;        // per state: cycles in the state (stateN/time)
   Tsc exit_cycles = 0;               // cycles spent leaving C-states (not C0)
+  Tsc refill_cycles = 0;             // extra C0 cycles of cold work after a tlb_flushed state
+  std::uint64_t leave_mm = 0;        // switches back to a thread's mm after leave_mm()
 };
 
 }  // namespace kvmsim

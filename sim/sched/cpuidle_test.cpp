@@ -30,6 +30,22 @@ TEST_CASE("cpuidle: intel_idle table parsing, POLL first, max_cstate", "[cpuidle
   CHECK_THROWS_AS(parse_cpuidle_states(":2:2", 9), std::invalid_argument);
 }
 
+TEST_CASE("cpuidle: the tlb_flushed flag (CPUIDLE_FLAG_TLB_FLUSHED) is read per state",
+          "[cpuidle]") {
+  const auto s = parse_cpuidle_states(
+      "C1-HSW:2:2,C1E-HSW:10:20,C3-HSW:33:100:tlb_flushed,C6-HSW:133:400:tlb_flushed", 9);
+  REQUIRE(s.size() == 5);
+  CHECK_FALSE(s[0].tlb_flushed);
+  CHECK_FALSE(s[1].tlb_flushed);
+  CHECK_FALSE(s[2].tlb_flushed);
+  CHECK(s[3].tlb_flushed);
+  CHECK(s[4].tlb_flushed);
+  CHECK(s[4].name == "C6-HSW");
+  CHECK(s[4].target_residency_us == 400);
+  CHECK_FALSE(parse_cpuidle_states(kHsw, 9)[4].tlb_flushed);
+  CHECK_THROWS_AS(parse_cpuidle_states("C6:133:400:flushed", 9), std::invalid_argument);
+}
+
 TEST_CASE("menu: the deepest state whose target residency fits the next timer", "[cpuidle]") {
   const auto s = parse_cpuidle_states(kHsw, 9);
   // Feed regular periods so get_typical_interval() agrees with the timer.

@@ -168,6 +168,9 @@ void Host::report(Metrics& m, const TscClock& clk) const {
       }
       m[fmt::format("host.cpu.{}.cpuidle.exit_s", c->id())] =
           clk.to_s(static_cast<double>(cs.exit_cycles));
+      m[fmt::format("host.cpu.{}.cpuidle.refill_s", c->id())] =
+          clk.to_s(static_cast<double>(cs.refill_cycles));
+      m[fmt::format("host.cpu.{}.cpuidle.leave_mm", c->id())] = static_cast<double>(cs.leave_mm);
     }
   }
   m["host.irqs"] = static_cast<double>(irqs);

@@ -11,6 +11,8 @@ KVMSIM_DECLARE_METRICS(sched, {
     {"host.cpu.<n>.cpuidle.<state>.usage", "count", "host", "Entries of pCPU `<n>` into cpuidle state `<state>` (sysfs cpuidle/stateN/usage); `<state>` is a state name of the platform's C-state table (POLL, C1-HSW, C6-SKX, ...). Only with host.cpuidle."},
     {"host.cpu.<n>.cpuidle.<state>.time_s", "s", "host", "Residency of pCPU `<n>` in cpuidle state `<state>` (sysfs cpuidle/stateN/time). Only with host.cpuidle."},
     {"host.cpu.<n>.cpuidle.exit_s", "s", "host", "Time pCPU `<n>` spent leaving C-states (their exit latency; neither C0 nor residency). Only with host.cpuidle."},
+    {"host.cpu.<n>.cpuidle.refill_s", "s", "host", "C0 time pCPU `<n>` added to the work after wake-ups from states that flush the core's caches and TLB (tlb_flushed: cost.host.cstate_refill). Only with host.cpuidle."},
+    {"host.cpu.<n>.cpuidle.leave_mm", "count", "host", "Switches on pCPU `<n>` back to a user thread's mm after intel_idle()'s leave_mm() (each reloads CR3: cost.host.leave_mm). Only with host.cpuidle."},
     {"host.irqs", "count", "host", "Host interrupts taken on all pCPUs: timer, noise, reschedule and posted-interrupt IPIs."},
     {"host.noise_irqs", "count", "host", "Of host.irqs, the noise interrupts (device and other interrupts at noise.irq.rate_hz)."},
     {"host.softirq_runs", "count", "host", "irq_exit() -> invoke_softirq() calls that ran deferred softirq work (noise.softirq.*)."},

@@ -138,8 +138,10 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              {},
              "intel_idle's state table for the platform's CPU model, "
-             "NAME:EXIT_LATENCY_US:TARGET_RESIDENCY_US,... (drivers/idle/intel_idle.c, the "
-             "states CPUID leaf 5 enables); the POLL state is added as state 0."});
+             "NAME:EXIT_LATENCY_US:TARGET_RESIDENCY_US[:tlb_flushed],... "
+             "(drivers/idle/intel_idle.c, the states CPUID leaf 5 enables; tlb_flushed = "
+             "CPUIDLE_FLAG_TLB_FLUSHED: leave_mm() before MWAIT, and the core loses its TLB and "
+             "L1/L2, see cost.host.cstate_refill); the POLL state is added as state 0."});
   r.declare({"host.max_cstate",
              ParamType::Int,
              "9",
@@ -176,6 +178,31 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              "Each round of the host idle loop with host.cpuidle menu: cpuidle_idle_call() -> "
              "menu_select(), cpuidle_enter_state(), intel_idle() up to MWAIT. Estimate."});
+  r.declare({"cost.host.cstate_refill",
+             ParamType::Dist,
+             "8us",
+             "time",
+             {},
+             {},
+             {},
+             "With host.cpuidle menu: the extra C0 time of the work that runs after a wake-up "
+             "from a tlb_flushed state (C3 / C6: the core's L1 / L2 were flushed to L3 and its "
+             "TLB lost), paid as that work runs at half speed until it is spent. Estimate: the "
+             "host wake-up path, the vCPU thread's entry and the guest's interrupt path touch "
+             "~20-50 KB of code and data (no published footprint), ~300-800 lines at an L3 "
+             "latency of ~17-22 ns (LMBench on the Broadwell-EP E5-2699 v4), partly "
+             "overlapped, plus 1-3 us of page walks."});
+  r.declare({"cost.host.leave_mm",
+             ParamType::Dist,
+             "200ns",
+             "time",
+             {},
+             {},
+             {},
+             "With host.cpuidle menu: intel_idle()'s leave_mm() before a tlb_flushed state "
+             "(CR3 = swapper_pg_dir, the pCPU cleared from the mm's cpumask) and switch_mm()'s "
+             "CR3 reload when the same user thread runs again, charged to that context switch. "
+             "Estimate: two CR3 writes and two locked cpumask updates."});
   r.declare({"noise.irq.rate_hz",
              ParamType::Double,
              "0",

@@ -153,7 +153,14 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     busy_since_ = now;
     notifiers += next->sched_in(*this, now);
   }
-  const Tsc c = (prev && next ? costs_.context_switch(rng_) : 0) + notifiers;
+  Tsc c = (prev && next ? costs_.context_switch(rng_) : 0) + notifiers;
+  if (left_mm_ && next && next->has_mm()) {
+    // switch_mm() back to the mm leave_mm() left: this pCPU is not in its
+    // cpumask any more, so it sets itself there and reloads CR3.
+    left_mm_ = false;
+    ++stats_.cpuidle.leave_mm;
+    c += costs_.cpuidle.leave_mm_cost(rng_);
+  }
   if (c) {
     switching_ = true;
     run_for(Stage::HostContextSwitch, SegKind::HostIrqOff, c);
@@ -254,7 +261,7 @@ void Pcpu::step(Tsc now) {
       saved_stage_ = seg_stage_;
       saved_kind_ = seg_kind_;
       saved_remaining_ = seg_end_ == kTscNever ? kTscNever : seg_end_ - now;
-      run_until(Stage::HostIrq, SegKind::HostIrqOff, now + take_pending_irqs(now));
+      run_for(Stage::HostIrq, SegKind::HostIrqOff, take_pending_irqs(now));
     }
     // HostIrqOff: stays pending until the thread enables interrupts.
   } else if (seg_end_ <= now) {

@@ -85,6 +85,9 @@ class HostThread {
   virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
+  // A user thread (a vCPU thread, a process): switching to it loads its mm.
+  // Kernel threads run on the borrowed active_mm (lazy TLB) and do not.
+  [[nodiscard]] virtual bool has_mm() const { return true; }
   SchedEntity& se() { return se_; }
   [[nodiscard]] const SchedEntity& se() const { return se_; }
 
@@ -141,6 +144,7 @@ class Pcpu : public sc_core::sc_module {
 
   // Segments, called by the current thread from run().
   void run_for(Stage stage, SegKind kind, Tsc cycles) {
+    if (cold_refill_left_) cycles = run_cold(stage, cycles);
     run_until(stage, kind, now_tsc() + cycles);
   }
   void run_until(Stage stage, SegKind kind, Tsc end) {
@@ -269,6 +273,11 @@ class Pcpu : public sc_core::sc_module {
   MenuGovernor menu_;
   int cstate_ = -1;  // state of the HostIdle segment (-1: idle loop software, C0)
   Tsc cstate_enter_ = 0;
+  // After a tlb_flushed C-state: the refill still to pay (cost.host.cstate_refill),
+  // and whether leave_mm() left the user mm (the next switch to one reloads CR3).
+  Tsc cold_refill_left_ = 0;
+  bool left_mm_ = false;
+  Tsc run_cold(Stage stage, Tsc cycles);  // the work's cycles with its share of the refill
 
   // A nested host IRQ over a HostIrqOn / HostUser segment.
   bool in_nested_irq_ = false;

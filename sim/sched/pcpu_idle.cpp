@@ -28,7 +28,7 @@ void Pcpu::enter_idle(Tsc now, bool first) {
   // cpuidle_idle_call(): irq_exit() already stopped the tick again.
   Tsc c = costs_.cpuidle.select_cost(rng_);
   if (first) c += costs_.cpuidle.enter_cost(rng_);
-  run_until(Stage::HostIdleEnter, SegKind::HostIrqOff, now + c);
+  run_for(Stage::HostIdleEnter, SegKind::HostIrqOff, c);
 }
 
 // cpuidle_idle_call(): need_resched ends the loop before MWAIT; otherwise
@@ -48,6 +48,9 @@ void Pcpu::select_cstate(Tsc now) {
           : 0;
   cstate_ = menu_.select(costs_.cpuidle.states, next_us, costs_.cpuidle.latency_req_us);
   ++stats_.cpuidle.usage[static_cast<std::size_t>(cstate_)];
+  // intel_idle(): leave_mm() before MWAIT for a CPUIDLE_FLAG_TLB_FLUSHED
+  // state (CR3 = swapper_pg_dir, this pCPU out of the mm's cpumask).
+  if (costs_.cpuidle.states[static_cast<std::size_t>(cstate_)].tlb_flushed) left_mm_ = true;
   cstate_enter_ = now;
   run_until(Stage::HostIdle, SegKind::HostIrqOn, kTscNever);
 }
@@ -60,7 +63,24 @@ void Pcpu::exit_cstate(Tsc now) {
   end_segment(now);
   const auto& st = costs_.cpuidle.states[static_cast<std::size_t>(cstate_)];
   const Tsc lat = now == cstate_enter_ ? 0 : ctx_.clock.from_ns(st.exit_latency_us * 1000.0);
+  // A state that flushed the core's L1/L2 and TLB: what runs next refills
+  // them from L3 (no refill if MWAIT returned at once).
+  if (st.tlb_flushed && lat) cold_refill_left_ = costs_.cpuidle.refill_cost(rng_);
   run_until(Stage::HostCstateExit, SegKind::HostIrqOff, now + lat);
+}
+
+// The cold-cache refill after a tlb_flushed state is paid by the work that
+// runs first: each cycle of it costs one more (the misses to L3 and the page
+// walks) until the refill is spent. Waits that end at a given time (halt
+// polling, the guest's poll state, kvm_wait_lapic_expire()) are not work.
+Tsc Pcpu::run_cold(Stage stage, Tsc cycles) {
+  if (stage == Stage::HaltPoll || stage == Stage::GuestHaltPoll ||
+      stage == Stage::WaitLapicExpire || stage == Stage::HostIdle || stage == Stage::HostCstateExit)
+    return cycles;
+  const Tsc extra = std::min(cycles, cold_refill_left_);
+  cold_refill_left_ -= extra;
+  stats_.cpuidle.refill_cycles += extra;
+  return cycles + extra;
 }
 
 // Back in C0: cpuidle_enter_state() measured the residency (entry to now,

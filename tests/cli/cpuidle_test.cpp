@@ -21,10 +21,13 @@ TEST_CASE(
     "cpuidle menu: ~990 us idle periods go to C6, and C6's 133 us exit latency delays every timer "
     "wake-up, max_cstate=2 leaves C1E and 10 us",
     "[cli][cpuidle]") {
+  // The cold refill and leave_mm() after C3 / C6 are off here (the next
+  // case pins them): only the exit latency and the idle entry differ.
+  const std::string warm = " --set cost.host.cstate_refill=0 --set cost.host.leave_mm=0";
   const auto off = run_metrics("cpuidle-off", kIdle1k + " --set host.cpuidle=off");
-  const auto c6 = run_metrics("cpuidle-c6", kIdle1k + " --set host.cpuidle=menu");
-  const auto c1e =
-      run_metrics("cpuidle-c1e", kIdle1k + " --set host.cpuidle=menu --set host.max_cstate=2");
+  const auto c6 = run_metrics("cpuidle-c6", kIdle1k + " --set host.cpuidle=menu" + warm);
+  const auto c1e = run_metrics("cpuidle-c1e",
+                               kIdle1k + " --set host.cpuidle=menu --set host.max_cstate=2" + warm);
   const double n = at(c6, "timer_wakeup.count");
   REQUIRE(n > 1900);
   // Every tick-to-tick idle period fits C6's target residency (400 us).
@@ -48,6 +51,43 @@ TEST_CASE(
   CHECK(extra_us_per_wake == Approx(1.5).margin(0.3));  // cost.host.idle_enter 1500 ns
   // busy_frac (time outside the idle task) does not move with the C-state.
   CHECK(at(c6, "host.cpu.2.busy_frac") == Approx(at(off, "host.cpu.2.busy_frac")).epsilon(0.02));
+}
+
+TEST_CASE(
+    "cpuidle menu: a wake-up from C6 (tlb_flushed) pays leave_mm()'s CR3 reload at the switch "
+    "and the cold refill in the work after it, partly in the vCPU thread, and C1E pays neither",
+    "[cli][cpuidle]") {
+  const std::string costs = " --set cost.host.cstate_refill=8us --set cost.host.leave_mm=200ns";
+  const auto warm =
+      run_metrics("cpuidle-warm", kIdle1k +
+                                      " --set host.cpuidle=menu --set cost.host.cstate_refill=0 "
+                                      "--set cost.host.leave_mm=0");
+  const auto cold = run_metrics("cpuidle-cold", kIdle1k + " --set host.cpuidle=menu" + costs);
+  const auto c1e = run_metrics(
+      "cpuidle-c1e-cold", kIdle1k + " --set host.cpuidle=menu --set host.max_cstate=2" + costs);
+  const double n = at(cold, "timer_wakeup.count");
+  REQUIRE(n > 1900);
+  const double c6 =
+      at(cold, "host.cpu.2.cpuidle.C6-HSW.usage") + at(cold, "host.cpu.2.cpuidle.C3-HSW.usage");
+  // leave_mm() before each C3 / C6; the CR3 reload once per idle period,
+  // when the vCPU thread runs again (a host interrupt that wakes no thread
+  // sends the idle loop round, into C6 again, without a switch).
+  CHECK(at(cold, "host.cpu.2.cpuidle.leave_mm") <= c6);
+  CHECK(at(cold, "host.cpu.2.cpuidle.leave_mm") == Approx(n).epsilon(0.01));
+  // The whole 8 us refill is paid after each of them (the work after a
+  // wake-up is longer than 8 us), and it is C0 time.
+  CHECK(at(cold, "host.cpu.2.cpuidle.refill_s") / c6 == Approx(8e-6).epsilon(0.01));
+  const double c0_us = (at(cold, "host.cpu.2.c0_frac") - at(warm, "host.cpu.2.c0_frac")) * 2e6 / n;
+  CHECK(c0_us == Approx(8.2).margin(0.3));
+  // Part of it falls in the woken vCPU thread (busy_frac), part in the
+  // host interrupt that woke it (the idle task's C0).
+  const double busy_us =
+      (at(cold, "host.cpu.2.busy_frac") - at(warm, "host.cpu.2.busy_frac")) * 2e6 / n;
+  CHECK(busy_us > 2.0);
+  CHECK(busy_us < 8.2);
+  // C1E keeps the caches: no leave_mm(), no refill.
+  CHECK(at(c1e, "host.cpu.2.cpuidle.leave_mm") == 0);
+  CHECK(at(c1e, "host.cpu.2.cpuidle.refill_s") == 0);
 }
 
 TEST_CASE("cpuidle: a PM QoS latency limit of 0 keeps the idle pCPU in POLL (C0)",

@@ -3,8 +3,9 @@
 // guest.txt: a vCPU thread woken from hard IRQ on its idle pCPU every
 // 1.000 ms, running ~15 us, sched_stat_runtime 16.1-16.2 us, blocking
 // again). The model's idle guest with a 1 kHz tick must show the same
-// cycle; its on-CPU time per wake-up is a prediction, printed and stated in
-// docs/halt_polling.md, not pinned.
+// cycle, and with the host's C-states (host.cpuidle menu) its on-CPU time
+// per wake-up within 20% of the real one (a prediction: no cost is fitted
+// to this trace).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -120,8 +121,15 @@ TEST_CASE(
       CHECK(sim.out_not_sleeping == 0);
       CHECK(sim.out_not_to_idle == 0);
       const double run_us = mean_run_us(sim);
-      // The prediction, against the real 15 us (switch to switch at 1 us
-      // resolution) and sched_stat_runtime 16.1-16.2 us.
+      // The real trace's host was a stock one (C-states on): with
+      // host.cpuidle menu the ~990 us idle periods go to C6, and the vCPU
+      // thread's run pays part of the cold refill after it. Its switch-to-
+      // switch time per wake-up must be within 20% of the real trace's
+      // (14 and 15 us at 1 us resolution). Without C-states the thread runs
+      // warm, shorter than the real one; that case is only printed.
+      if (std::string(cpuidle) == "menu") {
+        CHECK(run_us == Approx(mean_run_us(real)).epsilon(0.20));
+      }
       WARN("host.cpuidle=" << cpuidle << ": simulated vCPU thread on-CPU time per wake-up "
                            << run_us << " us (real: " << mean_run_us(real)
                            << " us switch to switch, runtime " << real.runtime_ns[0] / 1e3 << " / "
