@@ -278,6 +278,15 @@ struct PayloadColumns {
     row["a2"] = e.a2;
     row["a3"] = e.a3;
   }
+  void operator()(const trace::KvmInjVirq& e) const {
+    row["vec"] = e.vector;
+    row["soft"] = e.soft;
+    row["reinjected"] = e.reinjected;
+  }
+  void operator()(const trace::KvmEoi& e) const {
+    row["apicid"] = e.apicid;
+    row["vec"] = e.vector;
+  }
   void operator()(const trace::KvmPleWindow& e) const {
     grow_shrink(e.vcpu, e.grow, e.new_window, e.old_window, "new_window", "old_window");
   }

@@ -271,8 +271,12 @@ Tsc KvmLapic::local_deliver_timer(Tsc now) {
   return costs_.inject_timer_irq(vcpu_.rng());
 }
 
-Tsc KvmLapic::eoi() {
-  check_eoi(irq_.eoi());
+// apic_set_eoi(): trace_kvm_eoi() with the highest vector in service, -1
+// when none was.
+Tsc KvmLapic::eoi(Tsc now) {
+  const int v = irq_.eoi();
+  check_eoi(v);
+  signals_.kvm_eoi(vcpu_.id(), v, now);
   return costs_.eoi(vcpu_.rng());
 }
 
@@ -283,6 +287,20 @@ void KvmLapic::two_back_ends(const char* fired, const char* other) const {
 }
 
 void KvmLapic::virtual_eoi() { check_eoi(irq_.eoi()); }
+
+void KvmLapic::pv_eoi() {
+  pv_eoi_vector_ = irq_.eoi();
+  check_eoi(pv_eoi_vector_);
+  pv_eoi_pending_ = true;
+}
+
+// kvm_lapic_sync_from_vapic() -> apic_sync_pv_eoi_from_guest(): the guest
+// cleared the PV EOI flag, so KVM runs apic_set_eoi() for it now.
+void KvmLapic::sync_pv_eoi_from_guest(Tsc now) {
+  if (!pv_eoi_pending_) return;
+  pv_eoi_pending_ = false;
+  signals_.kvm_eoi(vcpu_.id(), pv_eoi_vector_, now);
+}
 
 int KvmLapic::ack_interrupt() {
   const int v = irq_.ack();

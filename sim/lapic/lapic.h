@@ -202,11 +202,16 @@ class KvmLapic : public HostHrtimer {
   [[nodiscard]] std::int64_t timer_advance_ns() const { return timer_advance_ns_; }
   [[nodiscard]] bool can_use_hv_timer() const { return cfg_.hv_timer_available; }
   [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
-  Tsc eoi();  // apic_set_eoi() of a trapped EOI write
+  Tsc eoi(Tsc now);  // apic_set_eoi() of a trapped EOI write (trace_kvm_eoi)
   // The guest's EOI when APICv virtualizes it (no exit; the CPU clears the
-  // vISR bit and re-evaluates RVI), and the EOI of guests whose EOI write
-  // the model does not trap.
+  // vISR bit and re-evaluates RVI; no kvm_eoi for an edge vector).
   void virtual_eoi();
+  // PV EOI (KVM_FEATURE_PV_EOI, no APICv): the guest clears the flag KVM set
+  // at the injection and writes no EOI; the vector leaves service now, and
+  // KVM's apic_sync_pv_eoi_from_guest() -> apic_set_eoi() (kvm_eoi) runs
+  // at the next exit (sync_pv_eoi_from_guest()).
+  void pv_eoi();
+  void sync_pv_eoi_from_guest(Tsc now);
 
   // --- Vectors and IPIs ----------------------------------------------------
   // WRMSR(0x830): kvm_x2apic_icr_write() -> kvm_apic_send_ipi() ->
@@ -274,6 +279,8 @@ class KvmLapic : public HostHrtimer {
 
   LapicVcpu& vcpu_;
   LapicSignals& signals_;
+  bool pv_eoi_pending_ = false;  // KVM_APIC_PV_EOI_PENDING, read back at the next exit
+  int pv_eoi_vector_ = -1;
   LapicConfig cfg_;
   LapicCosts costs_;
   std::uint64_t tscdeadline_ = 0;          // guest TSC, 0 = disarmed

@@ -23,6 +23,10 @@ struct LapicSignals {
   Signal<int, int, std::uint8_t, Tsc> kvm_apic_accept_ipi;
   // kvm_apic_ipi: kvm_apic_send_ipi() (ICR low word, destination): (vcpu, icr_low, dest_id, t).
   Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_ipi;
+  // kvm_eoi: apic_set_eoi() ended `vector` in service: a trapped EOI write,
+  // or a PV EOI that KVM reads back at the next exit; -1 if nothing was in
+  // service (the kernel traces that too): (vcpu, vector, t).
+  Signal<int, int, Tsc> kvm_eoi;
 };
 
 }  // namespace kvmsim

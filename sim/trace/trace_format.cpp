@@ -97,6 +97,19 @@ void payload(std::string& s, const KvmHypercall& e) {
                  e.a2, e.a3);
 }
 
+void payload(std::string& s, const KvmInjVirq& e) {
+  if (e.legacy) {
+    fmt::format_to(Out(s), "irq {}", e.vector);
+    return;
+  }
+  fmt::format_to(Out(s), "{} 0x{:x}{}", e.soft ? "Soft/INTn" : "IRQ", e.vector,
+                 e.reinjected ? " [reinjected]" : "");
+}
+
+void payload(std::string& s, const KvmEoi& e) {
+  fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
+}
+
 void payload(std::string& s, const SchedSwitch& e) {
   fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
                  e.prev_state, e.next_comm, e.next_pid, e.next_prio);
@@ -144,6 +157,8 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmApicIpi>) return "kvm_apic_ipi";
         if constexpr (std::is_same_v<T, KvmPvTlbFlush>) return "kvm_pv_tlb_flush";
         if constexpr (std::is_same_v<T, KvmHypercall>) return "kvm_hypercall";
+        if constexpr (std::is_same_v<T, KvmInjVirq>) return "kvm_inj_virq";
+        if constexpr (std::is_same_v<T, KvmEoi>) return "kvm_eoi";
         if constexpr (std::is_same_v<T, KvmPleWindow>) return "kvm_ple_window";
         if constexpr (std::is_same_v<T, KvmPleWindowUpdate>) return "kvm_ple_window_update";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
@@ -270,6 +285,15 @@ void TraceWriter::kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, in
 void TraceWriter::kvm_hypercall(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                 const KvmHypercall& e) {
   put(ts_ns, task, cpu, "kvm_hypercall", e);
+}
+
+void TraceWriter::kvm_inj_virq(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                               const KvmInjVirq& e) {
+  put(ts_ns, task, cpu, "kvm_inj_virq", e);
+}
+
+void TraceWriter::kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEoi& e) {
+  put(ts_ns, task, cpu, "kvm_eoi", e);
 }
 
 void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,

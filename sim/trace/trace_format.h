@@ -20,6 +20,10 @@
 //                         shorthand dst/self/all/all-but-self; dst = dest_id)
 //   kvm_pv_tlb_flush      vcpu %u need_flush_tlb %s   (true/false)
 //   kvm_hypercall         nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx
+//   kvm_inj_virq          %s 0x%x%s                   (IRQ / Soft/INTn, the vector, "
+//   [reinjected]":
+//                         v5.19+; before, "irq %u")
+//   kvm_eoi               apicid %x vector %d
 //   kvm_ple_window_update vcpu %u old %u new %u (%s)  (growed if old < new, else shrinked;
 //                         v5.4+, only when the window changes)
 //   kvm_ple_window        vcpu %u: ple_window %d (%s %d)  (new, grow/shrink, old: the
@@ -163,6 +167,24 @@ struct KvmHypercall {
   std::uint64_t nr = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 };
 
+// kvm_inj_virq (vmx_inject_irq(): an interrupt injected through the VMCS
+// entry fields, i.e. without APICv's virtual-interrupt delivery). `legacy`:
+// the "irq %u" format before v5.19 (2d61391270a3 added soft / reinjected).
+struct KvmInjVirq {
+  unsigned vector = 0;
+  bool soft = false;
+  bool reinjected = false;
+  bool legacy = false;
+};
+
+// kvm_eoi (apic_set_eoi() / kvm_apic_set_eoi_accelerated(): the EOI that
+// KVM sees: a trapped EOI write, a PV EOI read back at the next exit, an
+// EOI-induced exit).
+struct KvmEoi {
+  unsigned apicid = 0;
+  int vector = 0;
+};
+
 struct SchedSwitch {
   std::string prev_comm;
   int prev_pid = 0;
@@ -185,7 +207,8 @@ struct SchedWakeup {
 using TraceEventData =
     std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
                  KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
-                 SchedWakeup, KvmApicIpi, KvmHypercall, KvmPleWindow, KvmPleWindowUpdate>;
+                 SchedWakeup, KvmApicIpi, KvmHypercall, KvmPleWindow, KvmPleWindowUpdate,
+                 KvmInjVirq, KvmEoi>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -233,6 +256,8 @@ class TraceWriter {
   void kvm_apic_ipi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApicIpi& e);
   void kvm_pv_tlb_flush(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPvTlbFlush& e);
   void kvm_hypercall(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmHypercall& e);
+  void kvm_inj_virq(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmInjVirq& e);
+  void kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEoi& e);
   void sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedSwitch& e);
   void sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedWakeup& e);
 
@@ -303,6 +328,13 @@ inline bool operator==(const KvmApicAcceptIrq& a, const KvmApicAcceptIrq& b) {
 }
 inline bool operator==(const KvmHypercall& a, const KvmHypercall& b) {
   return std::tie(a.nr, a.a0, a.a1, a.a2, a.a3) == std::tie(b.nr, b.a0, b.a1, b.a2, b.a3);
+}
+inline bool operator==(const KvmInjVirq& a, const KvmInjVirq& b) {
+  return std::tie(a.vector, a.soft, a.reinjected, a.legacy) ==
+         std::tie(b.vector, b.soft, b.reinjected, b.legacy);
+}
+inline bool operator==(const KvmEoi& a, const KvmEoi& b) {
+  return a.apicid == b.apicid && a.vector == b.vector;
 }
 inline bool operator==(const KvmPvTlbFlush& a, const KvmPvTlbFlush& b) {
   return a.vcpu == b.vcpu && a.need_flush_tlb == b.need_flush_tlb;

@@ -37,6 +37,7 @@ void TraceObserver::connect(SignalRegistry& signals) {
   kvm.kvm_entry.connect<&TraceObserver::on_vmentry>(this);
   kvm.kvm_msr_write.connect<&TraceObserver::on_msr_write>(this);
   kvm.kvm_hypercall.connect<&TraceObserver::on_hypercall>(this);
+  kvm.kvm_inj_virq.connect<&TraceObserver::on_inj_virq>(this);
   // trace_kvm_pv_tlb_flush() came with record_steal_time()'s flush in v5.4 (b382f44e9850).
   if (has_tracepoint({5, 4})) kvm.kvm_pv_tlb_flush.connect<&TraceObserver::on_pv_tlb_flush>(this);
   kvm.vcpu_block.connect<&TraceObserver::on_vcpu_block>(this);
@@ -64,6 +65,7 @@ void TraceObserver::connect(SignalRegistry& signals) {
   lapic.kvm_apic_accept_irq.connect<&TraceObserver::on_apic_accept_irq>(this);
   lapic.kvm_apic_accept_ipi.connect<&TraceObserver::on_apic_accept_ipi>(this);
   lapic.kvm_apic_ipi.connect<&TraceObserver::on_apic_ipi>(this);
+  lapic.kvm_eoi.connect<&TraceObserver::on_eoi>(this);
   auto& sched = signals.get<SchedSignals>();
   sched.sched_switch.connect<&TraceObserver::on_sched_switch>(this);
   sched.sched_wakeup.connect<&TraceObserver::on_sched_wakeup>(this);
@@ -235,6 +237,24 @@ void TraceObserver::on_hypercall(int vcpu, std::uint64_t nr, std::uint64_t a0, s
   e.a0 = a0;
   e.a1 = a1;
   writer_.kvm_hypercall(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
+// kvm_inj_virq, from vmx_inject_irq() in vcpu_enter_guest()'s
+// inject_pending_event(), before the entry. "irq %u" before v5.19.
+void TraceObserver::on_inj_virq(int vcpu, std::uint8_t vector, bool reinjected, Tsc t) {
+  KvmInjVirq e;
+  e.vector = vector;
+  e.reinjected = reinjected;
+  e.legacy = !has_tracepoint({5, 19});
+  writer_.kvm_inj_virq(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
+// kvm_eoi, from apic_set_eoi() on the vCPU's own thread.
+void TraceObserver::on_eoi(int vcpu, int vector, Tsc t) {
+  KvmEoi e;
+  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]);
+  e.vector = vector;
+  writer_.kvm_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
 }
 
 }  // namespace kvmsim::trace

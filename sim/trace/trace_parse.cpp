@@ -260,6 +260,34 @@ bool parse_hypercall(string_view p, KvmHypercall& e, std::string& err) {
   return true;
 }
 
+// "IRQ 0xec", "Soft/INTn 0x80 [reinjected]" (v5.19+) or "irq 236" (before).
+bool parse_inj_virq(string_view p, KvmInjVirq& e, std::string& err) {
+  const auto t = split_ws(p);
+  const char* const msg =
+      "kvm_inj_virq: expected 'IRQ 0xN', 'Soft/INTn 0xN' (+ ' [reinjected]') or 'irq N'";
+  if (t.size() < 2) return fail(err, msg);
+  if (t[0] == "irq") {
+    e.legacy = true;
+    return to_uint(t[1], 10, e.vector) && e.vector <= 255 ? true : fail(err, msg);
+  }
+  if (t[0] != "IRQ" && t[0] != "Soft/INTn") return fail(err, msg);
+  e.soft = t[0] == "Soft/INTn";
+  string_view v = t[1];
+  if (starts_with(v, "0x")) v.remove_prefix(2);
+  if (!to_uint(v, 16, e.vector) || e.vector > 255) return fail(err, msg);
+  e.reinjected = t.size() > 2 && t[2] == "[reinjected]";
+  return true;
+}
+
+// "apicid 0 vector 236" (apicid hex, vector decimal).
+bool parse_eoi(string_view p, KvmEoi& e, std::string& err) {
+  const auto t = split_ws(p);
+  if (t.size() < 4 || t[0] != "apicid" || t[2] != "vector" || !to_uint(t[1], 16, e.apicid) ||
+      !to_int(t[3], e.vector))
+    return fail(err, "kvm_eoi: expected 'apicid X vector N'");
+  return true;
+}
+
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from
 // the decoded fields (vector, delivery mode, dest mode, level, trigger,
 // shorthand), which is all the kernel prints of it.
@@ -415,12 +443,23 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 15> kKnown = {
-    "kvm_apic_ipi",     "kvm_exit",           "kvm_entry",
-    "kvm_msr",          "kvm_hv_timer_state", "kvm_wait_lapic_expire",
-    "kvm_vcpu_wakeup",  "kvm_halt_poll_ns",   "kvm_apic_accept_irq",
-    "kvm_pv_tlb_flush", "sched_switch",       "sched_wakeup",
-    "kvm_hypercall",    "kvm_ple_window",     "kvm_ple_window_update"};
+constexpr std::array<string_view, 17> kKnown = {"kvm_apic_ipi",
+                                                "kvm_exit",
+                                                "kvm_entry",
+                                                "kvm_msr",
+                                                "kvm_hv_timer_state",
+                                                "kvm_wait_lapic_expire",
+                                                "kvm_vcpu_wakeup",
+                                                "kvm_halt_poll_ns",
+                                                "kvm_apic_accept_irq",
+                                                "kvm_pv_tlb_flush",
+                                                "sched_switch",
+                                                "sched_wakeup",
+                                                "kvm_hypercall",
+                                                "kvm_ple_window",
+                                                "kvm_ple_window_update",
+                                                "kvm_inj_virq",
+                                                "kvm_eoi"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -589,6 +628,8 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
     return parse_as<KvmApicAcceptIrq>(p, err, parse_apic_accept_irq);
   if (event == "kvm_apic_ipi") return parse_as<KvmApicIpi>(p, err, parse_apic_ipi);
   if (event == "kvm_hypercall") return parse_as<KvmHypercall>(p, err, parse_hypercall);
+  if (event == "kvm_inj_virq") return parse_as<KvmInjVirq>(p, err, parse_inj_virq);
+  if (event == "kvm_eoi") return parse_as<KvmEoi>(p, err, parse_eoi);
   if (event == "kvm_ple_window") return parse_as<KvmPleWindow>(p, err, parse_ple_window);
   if (event == "kvm_ple_window_update")
     return parse_as<KvmPleWindowUpdate>(p, err, parse_ple_window_update);

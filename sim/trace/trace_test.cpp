@@ -500,6 +500,12 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(20000, {"CPU 0/KVM", 1000}, 2, KvmApicIpi{0x4020, 1});
   add(21000, {"CPU 3/KVM", 1003}, 5, KvmApicIpi{0xcc8fd, 0xff});    // logical, level, all-but-self
   add(22000, {"CPU 2/KVM", 1002}, 4, KvmHypercall{5, 0, 3, 0, 0});  // KVM_HC_KICK_CPU
+  add(23000, {"CPU 1/KVM", 1001}, 3, KvmInjVirq{236, false, false, false});
+  add(23100, {"CPU 1/KVM", 1001}, 3, KvmInjVirq{0x20, false, true, false});
+  add(23200, {"CPU 1/KVM", 1001}, 3, KvmInjVirq{0x80, true, false, false});
+  add(23300, {"CPU 1/KVM", 1001}, 3, KvmInjVirq{236, false, false, true});
+  add(24000, {"CPU 1/KVM", 1001}, 3, KvmEoi{1, 236});
+  add(24100, {"CPU 1/KVM", 1001}, 3, KvmEoi{0x1a, -1});
   add(23000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, true, 8192, 4096});
   add(24000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, false, 4096, 4096});
   add(25000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4096, 8192});
@@ -554,6 +560,8 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
           if constexpr (std::is_same_v<T, KvmApicIpi>) w2.kvm_apic_ipi(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmHypercall>)
             w2.kvm_hypercall(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmInjVirq>) w2.kvm_inj_virq(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmEoi>) w2.kvm_eoi(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmPleWindow>)
             w2.kvm_ple_window(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmPleWindowUpdate>)
@@ -572,6 +580,13 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   CHECK(format_payload(KvmApicIpi{0x4500, 3}) == "dst 3 vec 0 (INIT|physical|assert|edge|dst)");
   // arch/x86/kvm/trace.h kvm_hypercall: "nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx".
   CHECK(format_payload(KvmHypercall{5, 0, 0x1a, 0, 0}) == "nr 0x5 a0 0x0 a1 0x1a a2 0x0 a3 0x0");
+  // kvm_inj_virq: "%s 0x%x%s" since v5.19 (2d61391270a3), "irq %u" before.
+  CHECK(format_payload(KvmInjVirq{236, false, false, false}) == "IRQ 0xec");
+  CHECK(format_payload(KvmInjVirq{0x80, true, true, false}) == "Soft/INTn 0x80 [reinjected]");
+  CHECK(format_payload(KvmInjVirq{236, false, true, true}) == "irq 236");
+  // kvm_eoi: "apicid %x vector %d" (-1: nothing was in service).
+  CHECK(format_payload(KvmEoi{0x1a, 236}) == "apicid 1a vector 236");
+  CHECK(format_payload(KvmEoi{0, -1}) == "apicid 0 vector -1");
   // kvm_ple_window (v4.16 trace.h): "vcpu %u: ple_window %d (%s %d)", new then old, on
   // every call: with ple_window_shrink 0 each sched-in prints a shrink to the same 4096.
   CHECK(format_payload(KvmPleWindow{0, false, 4096, 4096}) ==

@@ -12,11 +12,13 @@ Tsc handle_wrmsr(Vcpu& v, Tsc now, Tsc /*cost*/) {
   const GuestStep& wrmsr = v.exit_step();
   KvmLapic& lapic = v.lapic();
   // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
-  if (wrmsr.msr != MSR_X2APIC_ICR)
+  if (wrmsr.msr != MSR_X2APIC_ICR && wrmsr.msr != MSR_X2APIC_EOI)
     v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
   if (wrmsr.msr == MSR_IA32_TSC_DEADLINE) return lapic.set_tscdeadline_msr(wrmsr.value, now);
   if (wrmsr.msr == MSR_X2APIC_EOI) {  // x2APIC EOI trapped without APICv
-    const Tsc c = lapic.eoi();
+    // apic_set_eoi() (kvm_eoi), then trace_kvm_msr_write after the write.
+    const Tsc c = lapic.eoi(now);
+    v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);
     // apic_set_eoi() -> apic_update_ppr(): a vector the in-service one held
     // back is deliverable now (KVM_REQ_EVENT).
     if (lapic.has_interrupt()) v.request_event();

@@ -37,6 +37,10 @@ struct KvmSignals {
   Signal<int, bool, std::uint32_t, std::uint32_t, Tsc> kvm_ple_window;
   // kvm_hypercall: kvm_emulate_hypercall(): (vcpu, nr, a0, a1, t).
   Signal<int, std::uint64_t, std::uint64_t, std::uint64_t, Tsc> kvm_hypercall;
+  // kvm_inj_virq: vmx_inject_irq(), an interrupt injected through the
+  // VM-entry interruption field (no APICv); `reinjected`: the entry before
+  // did not deliver it (vmx_complete_interrupts()): (vcpu, vector, reinjected, t).
+  Signal<int, std::uint8_t, bool, Tsc> kvm_inj_virq;
   // kvm_msr, a write: (vcpu, msr, value, t).
   Signal<int, std::uint32_t, std::uint64_t, Tsc> kvm_msr_write;
   // kvm_pv_tlb_flush: record_steal_time() with KVM_FEATURE_PV_TLB_FLUSH,

@@ -145,6 +145,18 @@ void VcpuRunLoop::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void VcpuRunLoop::after_vcpu_enter_guest(Tsc now) {
+  if (!vcpu().lapic_.config().apicv && vcpu().guest_interruptible()) {
+    // inject_pending_event() -> vmx_inject_irq() (trace_kvm_inj_virq), before
+    // the advance's busy-wait and the entry: the vector the entry delivers
+    // (enter_guest_mode()). An entry cut short by a pending host interrupt
+    // leaves it in the IDT-vectoring info, and the next vcpu_enter_guest()
+    // injects it again (vmx_complete_interrupts(): "reinjected").
+    const int v = vcpu().lapic_.irq_state().deliverable();
+    if (v != ApicIrqState::kNone) {
+      vcpu().kvm_signals().kvm_inj_virq(vcpu_id_, static_cast<std::uint8_t>(v), injecting_, now);
+      injecting_ = true;  // until an entry delivers it
+    }
+  }
   vcpu().steal_.write_back();  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
   // vcpu_enter_guest(): with APICv, sync_pir_to_irr() before the entry (and
   // before kvm_wait_lapic_expire() looks for the timer vector in the vIRR).
@@ -225,6 +237,7 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
   vcpu().lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
   vcpu().deliver_pending_interrupt(now);
+  injecting_ = false;
   if (!vcpu().lapic_.config().apicv) {
     // Without APICv, inject_pending_event() -> enable_irq_window() when a
     // deliverable vector is still pending (the guest's RFLAGS.IF is clear,
@@ -306,6 +319,8 @@ void VcpuRunLoop::handle_exit(Tsc now) {
 // effects apply now, the returned cost is the length of the handle_exit stage.
 Tsc VcpuRunLoop::run_exit_handler(Tsc now) {
   vcpu().kvm_signals().before_handle_exit(vcpu_id_, now);
+  // kvm_lapic_sync_from_vapic() (apic_attention): a PV EOI since the entry.
+  vcpu().lapic_.sync_pv_eoi_from_guest(now);
   // vmx_handle_exit() returns at once for an exit the fastpath handled.
   if (fastpath_ == ExitFastpath::ExitHandled) return 0;
   Tsc cost = costs_.handle_exit(rng());

@@ -634,3 +634,117 @@ TEST_CASE(
   const Run new_host = traced_run("hvstate-4.8", idle + " --set host.kernel=4.8");
   CHECK(new_host.count("kvm_hv_timer_state") > 0);
 }
+
+namespace {
+const std::string kIpiNoApicv =
+    "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=1048576 --set platform.apicv=false";
+const std::string kCyclictestNoApicv = kCyclictest + " --set platform.apicv=false";
+}  // namespace
+
+TEST_CASE(
+    "tracepoint kvm_inj_virq: one per vector injected through the VM-entry fields (no APICv), "
+    "before the entry that delivers it, again after an entry a host interrupt cut short",
+    "[cli][trace][tracepoint]") {
+  SECTION("with APICv: virtual-interrupt delivery, no event") {
+    const Run run = traced_run("inj-apicv", kCyclictest);
+    CHECK(run.count("kvm_inj_virq") == 0);
+    CHECK(run.count("kvm_apic_accept_irq") > 0);
+  }
+  for (const std::string& args :
+       {kIpiNoApicv + " --set host.kernel=6.6", kCyclictestNoApicv + " --set host.kernel=6.6"}) {
+    INFO(args);
+    const Run run = traced_run("inj", args);
+    // Each accepted vector is injected once (the last may still be pending
+    // at the end); the rest are re-injections.
+    const std::size_t fresh =
+        run.count_if<tr::KvmInjVirq>([](const tr::KvmInjVirq& e) { return !e.reinjected; });
+    const std::size_t again =
+        run.count_if<tr::KvmInjVirq>([](const tr::KvmInjVirq& e) { return e.reinjected; });
+    const std::size_t accepted = run.count("kvm_apic_accept_irq");
+    REQUIRE(accepted > 100);
+    CHECK(fresh <= accepted);
+    CHECK(fresh + 2 >= accepted);
+    CHECK(run.count_if<tr::KvmInjVirq>([](const tr::KvmInjVirq& e) { return e.legacy; }) == 0);
+    // Every injection precedes the thread's next kvm_entry with no exit in
+    // between; a re-injection follows an entry whose exit was an external
+    // interrupt at the same instant (the injection never reached the guest).
+    std::map<int, bool> injected;
+    std::map<int, const Ev*> last_exit;
+    std::map<int, std::int64_t> last_entry;
+    std::size_t exit_before_entry = 0;
+    std::size_t reinjected_elsewhere = 0;
+    for (const Ev& e : run.events) {
+      if (const auto* i = std::get_if<tr::KvmInjVirq>(&e.data)) {
+        injected[e.pid] = true;
+        if (i->reinjected) {
+          const Ev* x = last_exit[e.pid];
+          const bool immediate = x != nullptr && x->ts == last_entry[e.pid] &&
+                                 std::get<tr::KvmExit>(x->data).reason == "EXTERNAL_INTERRUPT";
+          reinjected_elsewhere += !immediate;
+        }
+      } else if (e.event == "kvm_entry") {
+        injected[e.pid] = false;
+        last_entry[e.pid] = e.ts;
+      } else if (e.event == "kvm_exit") {
+        exit_before_entry += injected[e.pid];
+        last_exit[e.pid] = &e;
+      }
+    }
+    CHECK(exit_before_entry == 0);
+    CHECK(reinjected_elsewhere == 0);
+    WARN(args << ": " << fresh << " injections, " << again << " re-injections, " << accepted
+              << " vectors accepted");
+  }
+  SECTION("before v5.19 the format is 'irq %u'") {
+    const Run run = traced_run("inj58", kIpiNoApicv + " --set host.kernel=5.8");
+    const std::size_t n = run.count("kvm_inj_virq");
+    CHECK(n > 0);
+    CHECK(run.count_if<tr::KvmInjVirq>([](const tr::KvmInjVirq& e) { return e.legacy; }) == n);
+  }
+}
+
+TEST_CASE(
+    "tracepoint kvm_eoi: one per EOI KVM sees (apic_set_eoi): a trapped EOI write before its "
+    "kvm_msr, a Linux guest's PV EOI at the next exit, none with APICv",
+    "[cli][trace][tracepoint]") {
+  SECTION("kvm-unit-tests without APICv: the EOI write traps") {
+    const Run run = traced_run("eoi-kut", kIpiNoApicv);
+    const std::size_t eois = run.count("kvm_eoi");
+    const std::size_t writes =
+        run.count_if<tr::KvmMsr>([](const tr::KvmMsr& m) { return m.write && m.msr == 0x80b; });
+    CHECK(eois == writes);
+    CHECK(eois + 2 >= run.count("kvm_apic_accept_irq"));
+    // The IPI vector, ended in service (never -1), traced just before the
+    // write's kvm_msr of the same thread.
+    CHECK(run.count_if<tr::KvmEoi>([](const tr::KvmEoi& e) { return e.vector == 32; }) == eois);
+    std::map<int, const Ev*> last;
+    std::size_t not_before_msr = 0;
+    for (const Ev& e : run.events) {
+      if (const auto* m = std::get_if<tr::KvmMsr>(&e.data); m && m->msr == 0x80b)
+        not_before_msr += !(last[e.pid] && last[e.pid]->event == "kvm_eoi");
+      last[e.pid] = &e;
+    }
+    CHECK(not_before_msr == 0);
+  }
+  SECTION("a Linux guest without APICv: PV EOI, read back at the next exit") {
+    const Run run = traced_run("eoi-pv", kCyclictestNoApicv);
+    const std::size_t eois = run.count("kvm_eoi");
+    CHECK(run.count_if<tr::KvmMsr>([](const tr::KvmMsr& m) { return m.msr == 0x80b; }) == 0);
+    CHECK(eois + 2 >= run.count("kvm_inj_virq"));
+    CHECK(eois <= run.count("kvm_inj_virq"));
+    // Inside an exit span (after the thread's kvm_exit, before its entry).
+    std::size_t outside = 0;
+    std::map<int, bool> in_exit;
+    for (const Ev& e : run.events) {
+      if (e.event == "kvm_exit") in_exit[e.pid] = true;
+      if (e.event == "kvm_entry") in_exit[e.pid] = false;
+      if (e.event == "kvm_eoi") outside += !in_exit[e.pid];
+    }
+    CHECK(outside == 0);
+    CHECK(run.count_if<tr::KvmEoi>([](const tr::KvmEoi& e) { return e.vector == 236; }) == eois);
+  }
+  SECTION("with APICv: the EOI of an edge vector is virtualized, no event") {
+    const Run run = traced_run("eoi-apicv", kCyclictest);
+    CHECK(run.count("kvm_eoi") == 0);
+  }
+}

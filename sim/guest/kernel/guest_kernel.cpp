@@ -173,7 +173,10 @@ GuestStep GuestKernel::irq_return(Tsc now) {
   // injection KVM left PV EOI off: the EOI is a trapped x2APIC WRMSR.
   // Then a vector that became pending meanwhile.
   if (vcpu_.take_eoi_exit()) return GuestStep::wrmsr(MSR_X2APIC_EOI, 0);
-  vcpu_.lapic().virtual_eoi();
+  if (vcpu_.lapic().config().apicv)
+    vcpu_.lapic().virtual_eoi();
+  else
+    vcpu_.lapic().pv_eoi();
   if (vcpu_.guest_irq_enabled(now))  // IRET: no APICv, the window exit
     return GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
   return step(now);

@@ -13,6 +13,10 @@ KutGuest::KutGuest(Vcpu& vcpu, KutCosts costs, std::function<void()> on_done)
 // short continues first. A main-loop spin ends as soon as the handler set its
 // flag.
 GuestStep KutGuest::step(Tsc now) {
+  if (window_after_iret_ && !in_isr_ && !has_main_resume_) {
+    window_after_iret_ = false;
+    return last_ = GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
+  }
   if (in_isr_) {
     if (has_isr_resume_) {
       has_isr_resume_ = false;
@@ -38,6 +42,7 @@ void KutGuest::suspend(Tsc remaining) {
 
 void KutGuest::deliver_interrupt(std::uint8_t vector, Tsc /*now*/) {
   in_isr_ = true;
+  window_after_iret_ = false;  // injected: the window is not needed any more
   vector_ = vector;
   isr_n_ = 0;
 }
@@ -49,13 +54,15 @@ void KutGuest::arm_deadline(std::uint64_t guest_deadline) {
                              vcpu_.tsc().host_tsc_at(guest_deadline));
 }
 
-// IRET: back to the main program; a vector that became pending meanwhile is
-// taken right away (RFLAGS.IF is set again). With APICv the handler's EOI
-// was virtualized (vISR cleared, no exit); without it the EOI write exited.
+// IRET: back to the main program; RFLAGS.IF is set again. With APICv the
+// handler's EOI was virtualized (vISR cleared, no exit) and a vector that
+// became pending meanwhile is delivered at once; without APICv the EOI
+// write exited, and such a vector waits for the interrupt window KVM armed
+// at the last entry: the IRET is followed by an INTERRUPT_WINDOW exit.
 GuestStep KutGuest::iret(Tsc now) {
   in_isr_ = false;
   if (!eoi_exits()) vcpu_.lapic().virtual_eoi();
-  vcpu_.deliver_pending_interrupt(now);
+  if (vcpu_.guest_irq_enabled(now)) window_after_iret_ = true;
   return GuestStep::run(Stage::GuestIrqExit, costs_.iret(rng_));
 }
 

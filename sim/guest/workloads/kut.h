@@ -71,6 +71,10 @@ class KutGuest : public GuestVcpu {
   GuestStep last_;
   GuestStep main_resume_, isr_resume_;
   bool has_main_resume_ = false, has_isr_resume_ = false;
+  // No APICv: a vector became pending while the handler ran (RFLAGS.IF
+  // clear), so KVM armed the interrupt window; the IRET that sets IF again
+  // exits with INTERRUPT_WINDOW and the next entry injects it.
+  bool window_after_iret_ = false;
 };
 
 // x86/tscdeadline_latency.c: arm the TSC deadline `delta` cycles ahead; the
