@@ -35,7 +35,7 @@ class HostKworker : public HostTask, public HostHrtimer {
   void start(Host& host) override;
   void run(Pcpu& cpu, Tsc now) override;
   Tsc fn(Pcpu& cpu, Tsc now) override;  // the timer: queue the work, wake the kworker
-  [[nodiscard]] bool has_mm() const override { return false; }  // a kthread
+  [[nodiscard]] const void* mm() const override { return nullptr; }  // a kthread
 
  private:
   int cpu_;

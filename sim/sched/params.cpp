@@ -201,7 +201,8 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              "With host.cpuidle menu: intel_idle()'s leave_mm() before a tlb_flushed state "
              "(CR3 = swapper_pg_dir, the pCPU cleared from the mm's cpumask) and switch_mm()'s "
-             "CR3 reload when the same user thread runs again, charged to that context switch. "
+             "CR3 reload when a thread of the same mm (the same QEMU) runs next, charged to that "
+             "context switch. "
              "Estimate: two CR3 writes and two locked cpumask updates."});
   r.declare({"noise.irq.rate_hz",
              ParamType::Double,

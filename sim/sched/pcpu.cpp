@@ -154,12 +154,16 @@ void Pcpu::switch_to(HostThread* next, Tsc now) {
     notifiers += next->sched_in(*this, now);
   }
   Tsc c = (prev && next ? costs_.context_switch(rng_) : 0) + notifiers;
-  if (left_mm_ && next && next->has_mm()) {
-    // switch_mm() back to the mm leave_mm() left: this pCPU is not in its
-    // cpumask any more, so it sets itself there and reloads CR3.
+  if (next && next->mm()) {
+    // switch_mm(): back to the mm leave_mm() left (the lazy-TLB active_mm),
+    // this pCPU is not in its cpumask any more, so it sets itself there and
+    // reloads CR3. A different mm loads CR3 anyway (part of the switch).
+    if (left_mm_ && next->mm() == active_mm_) {
+      ++stats_.cpuidle.leave_mm;
+      c += costs_.cpuidle.leave_mm_cost(rng_);
+    }
     left_mm_ = false;
-    ++stats_.cpuidle.leave_mm;
-    c += costs_.cpuidle.leave_mm_cost(rng_);
+    active_mm_ = next->mm();
   }
   if (c) {
     switching_ = true;

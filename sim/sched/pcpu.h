@@ -85,9 +85,10 @@ class HostThread {
   virtual void posted_interrupt(Pcpu& /*cpu*/, Tsc /*now*/) {}
   [[nodiscard]] const std::string& comm() const { return comm_; }
   [[nodiscard]] int pid() const { return pid_; }
-  // A user thread (a vCPU thread, a process): switching to it loads its mm.
-  // Kernel threads run on the borrowed active_mm (lazy TLB) and do not.
-  [[nodiscard]] virtual bool has_mm() const { return true; }
+  // The thread's mm (its process's address space; by default one process
+  // per thread): switching to it loads its page tables. nullptr for kernel
+  // threads, which run on the borrowed active_mm (lazy TLB).
+  [[nodiscard]] virtual const void* mm() const { return this; }
   SchedEntity& se() { return se_; }
   [[nodiscard]] const SchedEntity& se() const { return se_; }
 
@@ -145,6 +146,11 @@ class Pcpu : public sc_core::sc_module {
   // Segments, called by the current thread from run().
   void run_for(Stage stage, SegKind kind, Tsc cycles) {
     if (cold_refill_left_) cycles = run_cold(stage, cycles);
+    run_until(stage, kind, now_tsc() + cycles);
+  }
+  // A wait that ends at a given time (a spin, a rdtsc() loop): not work, so
+  // it does not pay a pending cold refill.
+  void run_for_wait(Stage stage, SegKind kind, Tsc cycles) {
     run_until(stage, kind, now_tsc() + cycles);
   }
   void run_until(Stage stage, SegKind kind, Tsc end) {
@@ -277,6 +283,7 @@ class Pcpu : public sc_core::sc_module {
   // and whether leave_mm() left the user mm (the next switch to one reloads CR3).
   Tsc cold_refill_left_ = 0;
   bool left_mm_ = false;
+  const void* active_mm_ = nullptr;       // cpu_tlbstate.active_mm: the last user thread's mm
   Tsc run_cold(Stage stage, Tsc cycles);  // the work's cycles with its share of the refill
 
   // A nested host IRQ over a HostIrqOn / HostUser segment.

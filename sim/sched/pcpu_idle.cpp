@@ -12,7 +12,7 @@ namespace kvmsim {
 // cpu_idle_loop(): without cpuidle the idle task just waits for an
 // interrupt (the calibrated hosts); with it, tick_nohz_idle_enter() and
 // cpuidle_select() run with interrupts off before the C-state.
-void Pcpu::enter_idle(Tsc now, bool first) {
+void Pcpu::enter_idle(Tsc /*now*/, bool first) {
   cstate_ = -1;
   tick_nohz_stop_sched_tick();  // tick_nohz_idle_enter() (a no-op once stopped)
   if (!costs_.cpuidle.enabled) {

@@ -89,6 +89,10 @@ class Vcpu final : public VcpuRunLoop {
   [[nodiscard]] GuestVcpu* guest() const { return guest_; }
   void set_vm_vcpus(VmVcpuList* l) { vm_vcpus_ = l; }
   [[nodiscard]] VmVcpuList* vm_vcpus() const { return vm_vcpus_; }
+  // The QEMU process's mm, shared by the VM's vCPU threads.
+  [[nodiscard]] const void* mm() const override {
+    return vm_vcpus_ != nullptr ? static_cast<const void*>(vm_vcpus_) : this;
+  }
   void start();  // the thread enters KVM_RUN
 
   // kvm_sched_out() / kvm_sched_in(): the preempt notifiers -> vcpu_put / vcpu_load.

@@ -145,16 +145,15 @@ void VcpuRunLoop::begin_vcpu_enter_guest(Tsc now) {
 
 // Before v5.3 the advance busy-wait ended vcpu_enter_guest().
 void VcpuRunLoop::after_vcpu_enter_guest(Tsc now) {
-  if (!vcpu().lapic_.config().apicv && vcpu().guest_interruptible()) {
+  if (!vcpu().lapic_.config().apicv && vcpu().guest_interruptible() && inj_vector_ < 0) {
     // inject_pending_event() -> vmx_inject_irq() (trace_kvm_inj_virq), before
     // the advance's busy-wait and the entry: the vector the entry delivers
-    // (enter_guest_mode()). An entry cut short by a pending host interrupt
-    // leaves it in the IDT-vectoring info, and the next vcpu_enter_guest()
-    // injects it again (vmx_complete_interrupts(): "reinjected").
+    // (enter_guest_mode()). One not delivered yet (an entry a host interrupt
+    // ended first, see enter_guest_mode()) is not traced again.
     const int v = vcpu().lapic_.irq_state().deliverable();
     if (v != ApicIrqState::kNone) {
-      vcpu().kvm_signals().kvm_inj_virq(vcpu_id_, static_cast<std::uint8_t>(v), injecting_, now);
-      injecting_ = true;  // until an entry delivers it
+      vcpu().kvm_signals().kvm_inj_virq(vcpu_id_, static_cast<std::uint8_t>(v), false, now);
+      inj_vector_ = v;
     }
   }
   vcpu().steal_.write_back();  // pre-v5.6 record_steal_time(): kvm_write_guest_cached() of the copy
@@ -211,11 +210,27 @@ void VcpuRunLoop::begin_vmentry(Tsc /*now*/) {
   pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
 }
 
+// Without APICv the model takes the vector to deliver at the entry itself:
+// one accepted after vcpu_enter_guest() chose (during the entry's last
+// stages, or for a fastpath re-entry, which has no inject_pending_event())
+// is delivered by this entry, where KVM would inject it at a later one. Its
+// kvm_inj_virq is written here, so that every delivered vector has one.
+void VcpuRunLoop::trace_late_injection(Tsc now) {
+  if (pcpu_->irq_pending() || !vcpu().guest_interruptible()) return;  // nothing delivered now
+  if (preemption_timer_loaded_ && vmx_preemption_timer_fire_tsc(now, preemption_timer_value_,
+                                                                vmx_.preemption_timer_rate) <= now)
+    return;
+  const int v = vcpu().lapic_.irq_state().deliverable();
+  if (v != ApicIrqState::kNone && v != inj_vector_)
+    vcpu().kvm_signals().kvm_inj_virq(vcpu_id_, static_cast<std::uint8_t>(v), false, now);
+}
+
 void VcpuRunLoop::enter_guest_mode(Tsc now) {
   vcpu().steal_.check_entry();
   state_ = VcpuState::InGuest;
   exiting_ = false;
   ++vcpu().stats_.entries;
+  if (!vcpu().lapic_.config().apicv) trace_late_injection(now);
   vcpu().kvm_signals().kvm_entry(vcpu_id_, pcpu_->id(), now);
   // A host interrupt that arrived with interrupts off exits right away.
   if (pcpu_->irq_pending()) {
@@ -237,7 +252,7 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
   vcpu().lapic_.sync_pir_to_irr(pcpu_->take_posted_intr_notification());
   // Virtual-interrupt delivery: a vector in the vIRR is taken on entry.
   vcpu().deliver_pending_interrupt(now);
-  injecting_ = false;
+  inj_vector_ = -1;
   if (!vcpu().lapic_.config().apicv) {
     // Without APICv, inject_pending_event() -> enable_irq_window() when a
     // deliverable vector is still pending (the guest's RFLAGS.IF is clear,
@@ -256,14 +271,17 @@ void VcpuRunLoop::guest_step(Tsc now) {
   vcpu().ple_.step_begins(s.pause_loop, s.kind == GuestStep::Kind::Exit);
   switch (s.kind) {
     case GuestStep::Kind::Run:
-      pcpu_->run_for(s.stage, SegKind::Guest,
-                     s.pause_loop ? vcpu().ple_.bounded_spin(now, s.cycles) : s.cycles);
+      if (s.pause_loop) {  // a spin ends at a time: no cold refill
+        pcpu_->run_for_wait(s.stage, SegKind::Guest, vcpu().ple_.bounded_spin(now, s.cycles));
+        break;
+      }
+      pcpu_->run_for(s.stage, SegKind::Guest, s.cycles);
       break;
     case GuestStep::Kind::Idle:
       // Pause-Loop Exiting: a PAUSE loop (gaps below ple_gap) that lasts
       // ple_window cycles exits with PAUSE_INSTRUCTION.
       if (s.pause_loop && vcpu().ple_.enabled()) {
-        pcpu_->run_for(s.stage, SegKind::Guest, vcpu().ple_.open_spin(now));
+        pcpu_->run_for_wait(s.stage, SegKind::Guest, vcpu().ple_.open_spin(now));
         break;
       }
       pcpu_->run_until(s.stage, SegKind::Guest, kTscNever);

@@ -147,6 +147,7 @@ class VcpuRunLoop : public LapicVcpu {
   void send_icr_ipi(Tsc now);  // vcpu_kick.cpp
   bool wait_lapic_expire_at(WaitLapicExpireSite site, VcpuState after, Tsc now);
   void enter_guest_mode(Tsc now);
+  void trace_late_injection(Tsc now);  // kvm_inj_virq of a vector chosen at the entry (no APICv)
   void guest_step(Tsc now);
   void vmexit(ExitReason reason, Tsc now);
   void handle_exit(Tsc now);
@@ -165,7 +166,7 @@ class VcpuRunLoop : public LapicVcpu {
   bool in_kernel_at_exit_ = true;  // the guest's CPL was 0 at the last exit
   bool irq_window_ = false;        // CPU_BASED_INTR_WINDOW_EXITING set at the last entry
   bool eoi_exit_ = false;          // PV EOI off for the handler injected at the last entry
-  bool injecting_ = false;         // kvm_inj_virq traced, the entry has not delivered it yet
+  int inj_vector_ = -1;            // kvm_inj_virq traced, no entry has delivered it yet
   Tsc enter_guest_entry_side_ = kTscNever;  // vcpu_enter_guest's entry side, drawn early
   std::uint32_t preemption_timer_value_ = 0xffffffffU;
   bool preemption_timer_loaded_ = false;

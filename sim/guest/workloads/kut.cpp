@@ -13,7 +13,10 @@ KutGuest::KutGuest(Vcpu& vcpu, KutCosts costs, std::function<void()> on_done)
 // short continues first. A main-loop spin ends as soon as the handler set its
 // flag.
 GuestStep KutGuest::step(Tsc now) {
-  if (window_after_iret_ && !in_isr_ && !has_main_resume_) {
+  // The IRET completed (an exit that cut it short and re-entered delivered
+  // the vector, clearing the flag): the window exit comes before the main
+  // program resumes.
+  if (window_after_iret_ && !in_isr_) {
     window_after_iret_ = false;
     return last_ = GuestStep::exit_with(ExitReason::INTERRUPT_WINDOW, 0, 0);
   }
