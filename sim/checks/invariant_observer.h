@@ -53,9 +53,12 @@ class InvariantObserver {
     if (i >= vcpus_.size()) vcpus_.resize(i + 1);
     return vcpus_[i];
   }
-  void segment_out_of_order(int pcpu, Stage stage, Tsc begin, Tsc end) const;
-  void exit_elsewhere(int v, int pcpu, ExitReason reason) const;
-  void entry_in_guest(int v, int pcpu) const;
+  // The reports: cold and out of line, so that the inline checks above stay
+  // small where they are inlined (every segment, exit and entry).
+  [[gnu::cold, gnu::noinline]] void segment_out_of_order(int pcpu, Stage stage, Tsc begin,
+                                                         Tsc end) const;
+  [[gnu::cold, gnu::noinline]] void exit_elsewhere(int v, int pcpu, ExitReason reason) const;
+  [[gnu::cold, gnu::noinline]] void entry_in_guest(int v, int pcpu) const;
   std::vector<Tsc> pcpu_end_;  // end of the last segment per pCPU
   std::vector<VcpuState> vcpus_;
 };

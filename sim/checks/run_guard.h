@@ -85,8 +85,8 @@ class RunGuard final : public Observer {
 
  private:
   static constexpr std::uint64_t kPaceStride = (1u << 18) - 1;  // segments between checks
-  void stop();
-  void check_pace();
+  [[gnu::cold, gnu::noinline]] void stop();
+  [[gnu::noinline]] void check_pace();
   std::uint64_t segments_ = 0, samples_ = 0;
   std::function<double()> pace_;
   std::string pace_what_;

@@ -88,7 +88,7 @@ class Sampler {
     // Round half up (v > 0): the rounding every recorded output was made with.
     return v <= 0 ? 0 : static_cast<Tsc>(v + 0.5);  // NOLINT(bugprone-incorrect-roundings)
   }
-  Tsc draw_other(Rng& rng) const;
+  [[gnu::noinline]] Tsc draw_other(Rng& rng) const;  // out of line: keeps operator() small
   // Index i with probability w_i / sum(w) (Walker/Vose alias method).
   std::size_t pick(Rng& rng) const;
   void build_alias(const std::vector<double>& weights);

@@ -70,7 +70,8 @@ class ApicIrqState {
     on_ = false;
     int n = 0;
     for (int w = 0; w < 4; ++w) {  // word by word, as vmx_sync_pir_to_irr() does
-      n += __builtin_popcountll(pir_.w[w] & ~irr_.w[w]);
+      // (a library call without POPCNT in the target ISA: skip empty words)
+      if (const std::uint64_t fresh = pir_.w[w] & ~irr_.w[w]) n += __builtin_popcountll(fresh);
       irr_.w[w] |= pir_.w[w];
       pir_.w[w] = 0;
     }

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "sim/guest/kernel/guest_task.h"
+#include "sim/guest/kernel/step_queue.h"
 
 namespace kvmsim {
 
@@ -34,7 +35,7 @@ class GuestIrq {
   // A VM exit cut the handler's step in flight short; `rest` runs first.
   void suspend(const GuestStep& rest);
   // Steps and kernel work queued from interrupt context.
-  std::deque<GuestStep>& steps() { return q_; }
+  StepQueue& steps() { return q_; }
   void queue_work(std::unique_ptr<KernelWork> w) { work_.push_back(std::move(w)); }
   // raise_softirq(TIMER_SOFTIRQ): runs at irq_exit().
   void raise_timer_softirq() { softirq_pending_ = true; }
@@ -54,7 +55,7 @@ class GuestIrq {
   bool active_ = false;
   State state_ = State::None;
   std::uint8_t vector_ = 0;  // the vector being handled
-  std::deque<GuestStep> q_;
+  StepQueue q_;
   std::deque<std::unique_ptr<KernelWork>> work_;
   GuestStep resume_;  // the step a VM exit cut short
   bool has_resume_ = false;

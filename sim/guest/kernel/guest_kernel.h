@@ -24,6 +24,7 @@
 #include "sim/guest/kernel/guest_smp_call.h"
 #include "sim/guest/kernel/guest_task.h"
 #include "sim/guest/kernel/guest_tick.h"
+#include "sim/guest/kernel/step_queue.h"
 #include "sim/vmx/vcpu.h"
 
 namespace kvmsim {
@@ -127,7 +128,7 @@ class GuestKernel : public GuestVcpu {
   friend class GuestIrq;         // the handler bodies' costs, timers and idle state
   // Where a step queued now runs: in the interrupt handler, or before the
   // task continues.
-  std::deque<GuestStep>& context_steps() { return irq_.active() ? irq_.steps() : kq_; }
+  StepQueue& context_steps() { return irq_.active() ? irq_.steps() : kq_; }
   GuestStep irq_return(Tsc now);  // after irq_exit()
   GuestTask* pick_next(Tsc now);
   void wake_up_local(GuestTask* t);
@@ -150,8 +151,8 @@ class GuestKernel : public GuestVcpu {
   GuestTask* current_ = nullptr;  // nullptr = idle task
   std::deque<GuestTask*> runqueue_;
   bool need_resched_ = false;
-  GuestFair fair_{*this};     // the cfs_rq of this CPU (guest_fair.h)
-  std::deque<GuestStep> kq_;  // kernel work before the task continues
+  GuestFair fair_{*this};  // the cfs_rq of this CPU (guest_fair.h)
+  StepQueue kq_;           // kernel work before the task continues
   bool current_blocked_ = false;
   GuestStep last_;    // the step in flight
   GuestStep resume_;  // the task-level step a VM exit cut short
