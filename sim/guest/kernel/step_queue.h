@@ -36,7 +36,8 @@ class StepQueue {
     ring_.swap(bigger);
   }
   std::vector<GuestStep> ring_;
-  std::size_t head_ = 0, tail_ = 0;  // positions ever pushed / popped (mod the size)
+  std::size_t head_ = 0;  // steps ever popped (the front is at head_ mod the size)
+  std::size_t tail_ = 0;  // steps ever pushed
 };
 
 }  // namespace kvmsim

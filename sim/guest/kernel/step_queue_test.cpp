@@ -14,7 +14,8 @@ using kvmsim::StepQueue;
 TEST_CASE("StepQueue: first in, first out across growth and wrap-around", "[guest][queue]") {
   StepQueue q;
   CHECK(q.empty());
-  std::uint64_t pushed = 0, popped = 0;
+  std::uint64_t pushed = 0;
+  std::uint64_t popped = 0;
   // Interleave pushes and pops so that the ring wraps with steps queued, and
   // grows (8 -> 16 -> 32 -> 64) while its head is not at slot 0.
   for (int round = 0; round < 40; ++round) {
