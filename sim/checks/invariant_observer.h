@@ -25,6 +25,19 @@ class InvariantObserver {
   // The per-event checks are inline (they run on every event); what they
   // report is not.
   void on_segment(int pcpu, Stage stage, Tsc begin, Tsc end) {
+    if (!segment_in_order(pcpu, begin, end)) segment_slow(pcpu, stage, begin, end);
+  }
+  // The common case of on_segment() with no call in it, so that a caller can
+  // inline it without saving registers: true if `pcpu` is known and the
+  // segment is in order (then recorded); false leaves it to segment_slow().
+  bool segment_in_order(int pcpu, Tsc begin, Tsc end) {
+    const auto i = static_cast<std::size_t>(pcpu);
+    if (i >= pcpu_end_.size() || end < begin || begin < pcpu_end_[i]) return false;
+    if (end > pcpu_end_[i]) pcpu_end_[i] = end;
+    return true;
+  }
+  // The rest of on_segment(): a pCPU seen for the first time, or the report.
+  [[gnu::noinline]] void segment_slow(int pcpu, Stage stage, Tsc begin, Tsc end) {
     const auto i = static_cast<std::size_t>(pcpu);
     if (i >= pcpu_end_.size()) pcpu_end_.resize(i + 1, 0);
     if (end < begin || begin < pcpu_end_[i]) segment_out_of_order(pcpu, stage, begin, end);

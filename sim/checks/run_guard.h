@@ -32,11 +32,14 @@ class RunGuard final : public Observer {
   // only the fingerprint records (CoreObservers calls the rest inline).
   void connect_tracepoints(SignalRegistry& signals);
 
+  // On every segment: the common case inline and without a call, everything
+  // else (the invariant's slow path, a stop request, the pace check every
+  // 2^18 segments) in one out-of-line tail call, in the same order.
   void on_segment(int pcpu, Stage s, Tsc b, Tsc e) {
     fp_.on_segment(pcpu, s, b, e);
-    inv_.on_segment(pcpu, s, b, e);
-    if (stop_requested()) stop();
-    if (!(++segments_ & kPaceStride) && pace_) check_pace();
+    const bool in_order = inv_.segment_in_order(pcpu, b, e);
+    const bool pace_due = !(++segments_ & kPaceStride);
+    if (!in_order || stop_requested() || pace_due) segment_slow(pcpu, s, b, e, in_order, pace_due);
   }
   void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
     fp_.on_vmexit(v, pcpu, r, t);
@@ -85,6 +88,12 @@ class RunGuard final : public Observer {
 
  private:
   static constexpr std::uint64_t kPaceStride = (1u << 18) - 1;  // segments between checks
+  [[gnu::noinline]] void segment_slow(int pcpu, Stage s, Tsc b, Tsc e, bool in_order,
+                                      bool pace_due) {
+    if (!in_order) inv_.segment_slow(pcpu, s, b, e);
+    if (stop_requested()) stop();
+    if (pace_due && pace_) check_pace();
+  }
   [[gnu::cold, gnu::noinline]] void stop();
   [[gnu::noinline]] void check_pace();
   std::uint64_t segments_ = 0, samples_ = 0;
