@@ -210,16 +210,33 @@ void VcpuRunLoop::begin_vmentry(Tsc /*now*/) {
   pcpu_->run_for(Stage::VmEntry, SegKind::HostIrqOff, costs_.vmentry(rng()));
 }
 
+// What ends an entry at once, before the guest runs: a host interrupt that
+// arrived with interrupts off, or a loaded preemption timer already at zero.
+// *fire gets the loaded timer's fire time (kTscNever without one).
+bool VcpuRunLoop::exits_at_entry(Tsc now, ExitReason* reason, Tsc* fire) const {
+  *fire = preemption_timer_loaded_ ? vmx_preemption_timer_fire_tsc(now, preemption_timer_value_,
+                                                                   vmx_.preemption_timer_rate)
+                                   : kTscNever;
+  if (pcpu_->irq_pending()) {
+    *reason = ExitReason::EXTERNAL_INTERRUPT;
+    return true;
+  }
+  if (*fire <= now) {
+    *reason = ExitReason::PREEMPTION_TIMER;
+    return true;
+  }
+  return false;
+}
+
 // Without APICv the model takes the vector to deliver at the entry itself:
 // one accepted after vcpu_enter_guest() chose (during the entry's last
 // stages, or for a fastpath re-entry, which has no inject_pending_event())
 // is delivered by this entry, where KVM would inject it at a later one. Its
 // kvm_inj_virq is written here, so that every delivered vector has one.
+// Not called for an entry that exits at once (exits_at_entry()): the CPU
+// then completes no delivery.
 void VcpuRunLoop::trace_late_injection(Tsc now) {
-  if (pcpu_->irq_pending() || !vcpu().guest_interruptible()) return;  // nothing delivered now
-  if (preemption_timer_loaded_ && vmx_preemption_timer_fire_tsc(now, preemption_timer_value_,
-                                                                vmx_.preemption_timer_rate) <= now)
-    return;
+  if (!vcpu().guest_interruptible()) return;  // nothing delivered now
   const int v = vcpu().lapic_.irq_state().deliverable();
   if (v != ApicIrqState::kNone && v != inj_vector_)
     vcpu().kvm_signals().kvm_inj_virq(vcpu_id_, static_cast<std::uint8_t>(v), false, now);
@@ -230,22 +247,18 @@ void VcpuRunLoop::enter_guest_mode(Tsc now) {
   state_ = VcpuState::InGuest;
   exiting_ = false;
   ++vcpu().stats_.entries;
-  if (!vcpu().lapic_.config().apicv) trace_late_injection(now);
+  ExitReason at_once = ExitReason::EXTERNAL_INTERRUPT;
+  Tsc fire = kTscNever;
+  const bool exits = exits_at_entry(now, &at_once, &fire);
+  if (!exits && !vcpu().lapic_.config().apicv) trace_late_injection(now);
   vcpu().kvm_signals().kvm_entry(vcpu_id_, pcpu_->id(), now);
-  // A host interrupt that arrived with interrupts off exits right away.
-  if (pcpu_->irq_pending()) {
-    vmexit(ExitReason::EXTERNAL_INTERRUPT, now);
+  // A host interrupt that arrived with interrupts off exits right away, and
+  // so does a preemption timer loaded at zero.
+  if (exits) {
+    vmexit(at_once, now);
     return;
   }
-  if (preemption_timer_loaded_) {
-    const Tsc fire =
-        vmx_preemption_timer_fire_tsc(now, preemption_timer_value_, vmx_.preemption_timer_rate);
-    if (fire <= now) {
-      vmexit(ExitReason::PREEMPTION_TIMER, now);
-      return;
-    }
-    pcpu_->arm_vmx_preemption_timer(fire);
-  }
+  if (preemption_timer_loaded_) pcpu_->arm_vmx_preemption_timer(fire);
   // Vectors posted meanwhile: vcpu_enter_guest()'s sync_pir_to_irr() after
   // IN_GUEST_MODE, or a notification pending with interrupts off, which the
   // CPU processes as posted once in non-root mode (no exit).

@@ -147,6 +147,7 @@ class VcpuRunLoop : public LapicVcpu {
   void send_icr_ipi(Tsc now);  // vcpu_kick.cpp
   bool wait_lapic_expire_at(WaitLapicExpireSite site, VcpuState after, Tsc now);
   void enter_guest_mode(Tsc now);
+  bool exits_at_entry(Tsc now, ExitReason* reason, Tsc* fire) const;
   void trace_late_injection(Tsc now);  // kvm_inj_virq of a vector chosen at the entry (no APICv)
   void guest_step(Tsc now);
   void vmexit(ExitReason reason, Tsc now);

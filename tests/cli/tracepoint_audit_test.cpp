@@ -59,6 +59,19 @@ std::size_t count_in(const ExitSpan& s, const std::string& event) {
   return n;
 }
 
+// How many `event` lines a thread wrote outside its exit spans (before its
+// first kvm_exit, or between a kvm_entry and its next kvm_exit).
+std::size_t count_outside_exit_spans(const Run& run, const std::string& event) {
+  std::size_t outside = 0;
+  std::map<int, bool> in_exit;
+  for (const Ev& e : run.events) {
+    if (e.event == "kvm_exit") in_exit[e.pid] = true;
+    if (e.event == "kvm_entry") in_exit[e.pid] = false;
+    if (e.event == event) outside += !in_exit[e.pid];
+  }
+  return outside;
+}
+
 // Short runs of the shipped scenarios.
 const std::string kTscdeadline =
     "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300";
@@ -283,16 +296,9 @@ TEST_CASE(
       if (reenter == 0) CHECK(static_cast<double>(waits) == calls);
       // Each inside an exit span (after the thread's kvm_exit, before its
       // next kvm_entry), at most one per span.
-      std::size_t outside = 0;
       std::size_t twice = 0;
       for (const ExitSpan& s : exit_spans(run)) twice += count_in(s, "kvm_wait_lapic_expire") > 1;
-      std::map<int, bool> in_exit;
-      for (const Ev& e : run.events) {
-        if (e.event == "kvm_exit") in_exit[e.pid] = true;
-        if (e.event == "kvm_entry") in_exit[e.pid] = false;
-        if (e.event == "kvm_wait_lapic_expire") outside += !in_exit[e.pid];
-      }
-      CHECK(outside == 0);
+      CHECK(count_outside_exit_spans(run, "kvm_wait_lapic_expire") == 0);
       CHECK(twice == 0);
     }
   }
@@ -721,14 +727,7 @@ TEST_CASE(
     CHECK(eois + 2 >= run.count("kvm_inj_virq"));
     CHECK(eois <= run.count("kvm_inj_virq"));
     // Inside an exit span (after the thread's kvm_exit, before its entry).
-    std::size_t outside = 0;
-    std::map<int, bool> in_exit;
-    for (const Ev& e : run.events) {
-      if (e.event == "kvm_exit") in_exit[e.pid] = true;
-      if (e.event == "kvm_entry") in_exit[e.pid] = false;
-      if (e.event == "kvm_eoi") outside += !in_exit[e.pid];
-    }
-    CHECK(outside == 0);
+    CHECK(count_outside_exit_spans(run, "kvm_eoi") == 0);
     CHECK(run.count_if<tr::KvmEoi>([](const tr::KvmEoi& e) { return e.vector == 236; }) == eois);
   }
   SECTION("with APICv: the EOI of an edge vector is virtualized, no event") {
