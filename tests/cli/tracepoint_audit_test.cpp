@@ -67,7 +67,7 @@ std::size_t count_outside_exit_spans(const Run& run, const std::string& event) {
   for (const Ev& e : run.events) {
     if (e.event == "kvm_exit") in_exit[e.pid] = true;
     if (e.event == "kvm_entry") in_exit[e.pid] = false;
-    if (e.event == event) outside += !in_exit[e.pid];
+    if (e.event == event && !in_exit[e.pid]) ++outside;
   }
   return outside;
 }
