@@ -47,13 +47,27 @@ class CoreObservers final : public Observer {
     breakdown.on_latency_sample(v, pcpu, d, t, ns);
     guard.on_latency_sample(v, pcpu, d, t, ns);
   }
+  // A vCPU's first exit or entry grows the per-vCPU tables out of line (a
+  // tail call), so that the common path makes no call but a report's.
   void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
+    if (!exit_stats.has_slot(v) || !guard.has_vcpu(v)) return first_vmexit(v, pcpu, r, t);
     exit_stats.on_vmexit(v, pcpu, r, t);
     guard.on_vmexit(v, pcpu, r, t);
   }
   void on_vmentry(int v, int pcpu, Tsc t) {
+    if (!exit_stats.has_slot(v) || !guard.has_vcpu(v)) return first_vmentry(v, pcpu, t);
     exit_stats.on_vmentry(v, pcpu, t);
     guard.on_vmentry(v, pcpu, t);
+  }
+  [[gnu::noinline]] void first_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
+    exit_stats.add_slot(v);
+    guard.add_vcpu(v);
+    on_vmexit(v, pcpu, r, t);
+  }
+  [[gnu::noinline]] void first_vmentry(int v, int pcpu, Tsc t) {
+    exit_stats.add_slot(v);
+    guard.add_vcpu(v);
+    on_vmentry(v, pcpu, t);
   }
 };
 

@@ -1,6 +1,6 @@
 #include "sim/checks/invariant_observer.h"
 
-#include <algorithm>
+#include <cstddef>
 
 #include <fmt/format.h>
 
@@ -14,17 +14,16 @@ void InvariantObserver::segment_out_of_order(int pcpu, Stage stage, Tsc begin, T
                   stage_name(stage), begin, end, pcpu_end_[static_cast<std::size_t>(pcpu)]));
 }
 
-void InvariantObserver::exit_elsewhere(int v, int pcpu, ExitReason reason) const {
-  invariant_failed(
-      fmt::format("vcpu{}", v),
-      fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
-                  exit_reason_name(reason), pcpu, vcpus_[static_cast<std::size_t>(v)].in_guest_on));
+void InvariantObserver::exit_elsewhere(int v, int pcpu, ExitReason reason, int entered_on) {
+  invariant_failed(fmt::format("vcpu{}", v),
+                   fmt::format("VM exit ({}) on pcpu{}, but the vCPU entered on pcpu{}",
+                               exit_reason_name(reason), pcpu, entered_on));
 }
 
-void InvariantObserver::entry_in_guest(int v, int pcpu) const {
-  invariant_failed(fmt::format("vcpu{}", v),
-                   fmt::format("VM entry on pcpu{} while already in guest mode on pcpu{}", pcpu,
-                               vcpus_[static_cast<std::size_t>(v)].in_guest_on));
+void InvariantObserver::entry_in_guest(int v, int pcpu, int in_guest_on) {
+  invariant_failed(
+      fmt::format("vcpu{}", v),
+      fmt::format("VM entry on pcpu{} while already in guest mode on pcpu{}", pcpu, in_guest_on));
 }
 
 void InvariantObserver::on_timer_armed(int v, int, Tsc deadline) {
@@ -35,14 +34,15 @@ void InvariantObserver::on_timer_armed(int v, int, Tsc deadline) {
 
 void InvariantObserver::on_latency_sample(int v, int, Tsc deadline, Tsc, std::int64_t) {
   auto& q = vcpu(v).armed;
-  const auto it = std::find(q.begin(), q.end(), deadline);
-  if (it == q.end())
+  std::size_t i = 0;
+  while (i < q.size() && q[i] != deadline) ++i;
+  if (i == q.size())
     invariant_failed(fmt::format("vcpu{}", v),
                      fmt::format("latency sample for deadline {} that was not armed, or was "
                                  "delivered twice",
                                  deadline));
   else
-    q.erase(q.begin(), it + 1);  // older deadlines were replaced by this one
+    q.drop_front(i + 1);  // older deadlines were replaced by this one
 }
 
 }  // namespace kvmsim

@@ -10,10 +10,10 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "sim/core/invariants.h"
+#include "sim/core/ring_fifo.h"
 #include "sim/core/stage.h"
 #include "sim/core/time.h"
 #include "sim/vmx/exit_reason.h"
@@ -43,23 +43,31 @@ class InvariantObserver {
     if (end < begin || begin < pcpu_end_[i]) segment_out_of_order(pcpu, stage, begin, end);
     if (end > pcpu_end_[i]) pcpu_end_[i] = end;
   }
+  // The state is updated first and a report is the last thing done, so that
+  // where these are inlined the report is a tail call.
   void on_vmexit(int v, int pcpu, ExitReason reason, Tsc) {
     auto& s = vcpu(v);
-    if (s.in_guest_on != pcpu) exit_elsewhere(v, pcpu, reason);
+    const int was_on = s.in_guest_on;
     s.in_guest_on = -1;
+    if (was_on != pcpu) exit_elsewhere(v, pcpu, reason, was_on);
   }
   void on_vmentry(int v, int pcpu, Tsc) {
     auto& s = vcpu(v);
-    if (s.in_guest_on >= 0) entry_in_guest(v, pcpu);
+    const int was_on = s.in_guest_on;
     s.in_guest_on = pcpu;
+    if (was_on >= 0) entry_in_guest(v, pcpu, was_on);
   }
+  // vcpu(v) without growing: whether v has a slot (callers that keep their
+  // common path free of calls grow first, out of line, with add_vcpu()).
+  [[nodiscard]] bool has_vcpu(int v) const { return static_cast<std::size_t>(v) < vcpus_.size(); }
+  [[gnu::noinline]] void add_vcpu(int v) { vcpu(v); }
   void on_timer_armed(int vcpu, int pcpu, Tsc deadline);
   void on_latency_sample(int vcpu, int pcpu, Tsc deadline, Tsc t, std::int64_t latency_ns);
 
  private:
   struct VcpuState {
-    int in_guest_on = -1;   // pCPU the vCPU entered on, -1 in root mode
-    std::deque<Tsc> armed;  // deadlines armed, not yet delivered (oldest first)
+    int in_guest_on = -1;  // pCPU the vCPU entered on, -1 in root mode
+    RingFifo<Tsc> armed;   // deadlines armed, not yet delivered (oldest first)
   };
   VcpuState& vcpu(int v) {
     const auto i = static_cast<std::size_t>(v);
@@ -70,8 +78,9 @@ class InvariantObserver {
   // small where they are inlined (every segment, exit and entry).
   [[gnu::cold, gnu::noinline]] void segment_out_of_order(int pcpu, Stage stage, Tsc begin,
                                                          Tsc end) const;
-  [[gnu::cold, gnu::noinline]] void exit_elsewhere(int v, int pcpu, ExitReason reason) const;
-  [[gnu::cold, gnu::noinline]] void entry_in_guest(int v, int pcpu) const;
+  [[gnu::cold, gnu::noinline]] static void exit_elsewhere(int v, int pcpu, ExitReason reason,
+                                                          int entered_on);
+  [[gnu::cold, gnu::noinline]] static void entry_in_guest(int v, int pcpu, int in_guest_on);
   std::vector<Tsc> pcpu_end_;  // end of the last segment per pCPU
   std::vector<VcpuState> vcpus_;
 };

@@ -41,6 +41,8 @@ class RunGuard final : public Observer {
     const bool pace_due = !(++segments_ & kPaceStride);
     if (!in_order || stop_requested() || pace_due) segment_slow(pcpu, s, b, e, in_order, pace_due);
   }
+  [[nodiscard]] bool has_vcpu(int v) const { return inv_.has_vcpu(v); }
+  void add_vcpu(int v) { inv_.add_vcpu(v); }
   void on_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
     fp_.on_vmexit(v, pcpu, r, t);
     inv_.on_vmexit(v, pcpu, r, t);

@@ -43,7 +43,13 @@ class SchedInvariants : public Observer, public MetricSource {
     }
     slot(running_, pcpu) = next_pid;
   }
+  // Every entry: the check inline, anything else (an unknown vCPU, the
+  // report) out of line.
   void on_vmentry(int vcpu, int pcpu, Tsc t) {
+    const auto i = static_cast<std::size_t>(vcpu);
+    if (i >= vcpu_pid_.size() || running(pcpu) != vcpu_pid_[i]) entered_elsewhere(vcpu, pcpu, t);
+  }
+  [[gnu::cold, gnu::noinline]] void entered_elsewhere(int vcpu, int pcpu, Tsc t) {
     const int pid = vcpu_pid_.at(static_cast<std::size_t>(vcpu));
     if (running(pcpu) != pid)
       fail(t, "vCPU " + std::to_string(vcpu) + " entered guest mode on pCPU " +

@@ -55,6 +55,15 @@ class ExitStats final : public Observer {
     Tsc at = 0;
     bool open = false;
   };
+
+ public:
+  // slot() without growing: whether vcpu has one (see CoreObservers).
+  [[nodiscard]] bool has_slot(int vcpu) const {
+    return static_cast<std::size_t>(vcpu) < open_.size();
+  }
+  [[gnu::noinline]] void add_slot(int vcpu) { slot(vcpu); }
+
+ private:
   Open& slot(int vcpu) {
     if (static_cast<std::size_t>(vcpu) >= open_.size())
       open_.resize(static_cast<std::size_t>(vcpu) + 1);
