@@ -62,12 +62,14 @@ class CoreObservers final : public Observer {
   [[gnu::noinline]] void first_vmexit(int v, int pcpu, ExitReason r, Tsc t) {
     exit_stats.add_slot(v);
     guard.add_vcpu(v);
-    on_vmexit(v, pcpu, r, t);
+    exit_stats.on_vmexit(v, pcpu, r, t);
+    guard.on_vmexit(v, pcpu, r, t);
   }
   [[gnu::noinline]] void first_vmentry(int v, int pcpu, Tsc t) {
     exit_stats.add_slot(v);
     guard.add_vcpu(v);
-    on_vmentry(v, pcpu, t);
+    exit_stats.on_vmentry(v, pcpu, t);
+    guard.on_vmentry(v, pcpu, t);
   }
 };
 

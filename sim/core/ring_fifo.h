@@ -15,7 +15,8 @@ class RingFifo {
  public:
   [[nodiscard]] bool empty() const { return head_ == tail_; }
   [[nodiscard]] std::size_t size() const { return tail_ - head_; }
-  void push_back(const T& v) {
+  // By value: `v` may be a value of this ring, which grow() moves.
+  void push_back(T v) {
     if (tail_ - head_ == ring_.size()) grow();
     ring_[tail_++ & (ring_.size() - 1)] = v;
   }

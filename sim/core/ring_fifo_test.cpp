@@ -28,3 +28,12 @@ TEST_CASE("RingFifo: the i-th value from the front, and dropping a prefix", "[co
   CHECK(q.size() == 1);
   CHECK(q[0] == 42);
 }
+
+TEST_CASE("RingFifo: pushing one of its own values while it grows", "[core][queue]") {
+  RingFifo<std::uint64_t> q;
+  for (std::uint64_t i = 0; i < 8; ++i) q.push_back(100 + i);  // full: the next push grows
+  q.push_back(q.front());
+  REQUIRE(q.size() == 9);
+  CHECK(q[8] == 100);
+  CHECK(q[7] == 107);
+}
