@@ -38,7 +38,7 @@ class RunGuard final : public Observer {
   void on_segment(int pcpu, Stage s, Tsc b, Tsc e) {
     fp_.on_segment(pcpu, s, b, e);
     const bool in_order = inv_.segment_in_order(pcpu, b, e);
-    const bool pace_due = !(++segments_ & kPaceStride);
+    const bool pace_due = (++segments_ & kPaceStride) == 0;
     if (!in_order || stop_requested() || pace_due) segment_slow(pcpu, s, b, e, in_order, pace_due);
   }
   [[nodiscard]] bool has_vcpu(int v) const { return inv_.has_vcpu(v); }
