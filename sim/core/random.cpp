@@ -17,27 +17,21 @@ const NormalZiggurat kNormalZiggurat;
 
 namespace kvmsim {
 
-double Rng::normal_beyond_rectangle(std::uint64_t bits) {
+double Rng::normal_beyond_rectangle(unsigned i, double x) {
   const detail::NormalZiggurat& z = detail::kNormalZiggurat;
-  for (;;) {
-    const auto i = static_cast<unsigned>(bits & 0xff);
-    const double u = static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0;
-    const double x = u * z.x[i];
-    if (std::fabs(x) < z.x[i + 1]) return x;  // a later draw inside its rectangle
-    if (i == 0) {
-      // Base strip beyond R: the normal tail (Marsaglia 1964).
-      double t;
-      double y;
-      do {
-        t = -std::log(uniform_pos()) / detail::NormalZiggurat::kR;
-        y = -std::log(uniform_pos());
-      } while (2.0 * y < t * t);
-      return u < 0 ? -(detail::NormalZiggurat::kR + t) : detail::NormalZiggurat::kR + t;
-    }
-    // Wedge between the layer's rectangle and the curve.
-    if (z.f[i + 1] + (z.f[i] - z.f[i + 1]) * uniform() < std::exp(-0.5 * x * x)) return x;
-    bits = next_u64();
+  if (i == 0) {
+    // Base strip beyond R: the normal tail (Marsaglia 1964), on x's side.
+    double t;
+    double y;
+    do {
+      t = -std::log(uniform_pos()) / detail::NormalZiggurat::kR;
+      y = -std::log(uniform_pos());
+    } while (2.0 * y < t * t);
+    return x < 0 ? -(detail::NormalZiggurat::kR + t) : detail::NormalZiggurat::kR + t;
   }
+  // Wedge between the layer's rectangle and the curve; a reject is a new draw.
+  if (z.f[i + 1] + (z.f[i] - z.f[i + 1]) * uniform() < std::exp(-0.5 * x * x)) return x;
+  return normal();
 }
 
 }  // namespace kvmsim

@@ -64,9 +64,9 @@ class Rng {
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  // normal() for a draw `bits` outside its layer's rectangle: the wedge or
-  // the tail, drawing again as the ziggurat does until it accepts.
-  [[gnu::noinline]] double normal_beyond_rectangle(std::uint64_t bits);
+  // normal() for a draw outside its layer's rectangle (layer `i`, abscissa
+  // `x`): the tail or the wedge test; a rejected wedge draws again with normal().
+  [[gnu::noinline]] double normal_beyond_rectangle(unsigned i, double x);
   std::uint64_t s_[4]{};
 };
 
@@ -94,7 +94,7 @@ inline double Rng::normal() {
   // Signed uniform in [-1, 1) from the top 53 bits (disjoint from i's bits).
   const double x = (static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0) * z.x[i];
   if (std::fabs(x) < z.x[i + 1]) return x;  // inside the layer's rectangle
-  return normal_beyond_rectangle(bits);
+  return normal_beyond_rectangle(i, x);
 }
 
 }  // namespace kvmsim

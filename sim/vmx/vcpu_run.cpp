@@ -212,15 +212,16 @@ void VcpuRunLoop::begin_vmentry(Tsc /*now*/) {
 
 // What ends an entry at once, before the guest runs: a host interrupt that
 // arrived with interrupts off, or a loaded preemption timer already at zero.
-// *fire gets the loaded timer's fire time (kTscNever without one).
+// *fire gets the loaded timer's fire time (kTscNever without one) when no
+// host interrupt ends the entry first.
 bool VcpuRunLoop::exits_at_entry(Tsc now, ExitReason* reason, Tsc* fire) const {
-  *fire = preemption_timer_loaded_ ? vmx_preemption_timer_fire_tsc(now, preemption_timer_value_,
-                                                                   vmx_.preemption_timer_rate)
-                                   : kTscNever;
   if (pcpu_->irq_pending()) {
     *reason = ExitReason::EXTERNAL_INTERRUPT;
     return true;
   }
+  *fire = preemption_timer_loaded_ ? vmx_preemption_timer_fire_tsc(now, preemption_timer_value_,
+                                                                   vmx_.preemption_timer_rate)
+                                   : kTscNever;
   if (*fire <= now) {
     *reason = ExitReason::PREEMPTION_TIMER;
     return true;
