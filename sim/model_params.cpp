@@ -13,6 +13,7 @@ const ParamRegistry& model_params() {
     declare_lapic_params(r);
     declare_guest_params(r);
     declare_cpuid_params(r);
+    declare_sched_eras(r);
     declare_vmx_eras(r);
     declare_lapic_eras(r);
     declare_guest_eras(r);

@@ -12,6 +12,7 @@ void declare_lapic_params(ParamRegistry& r);  // kvm (LAPIC side), lapic costs
 void declare_guest_params(ParamRegistry& r);  // guest, workloads, guest costs
 // Kernel-version tables of the version switches (ParamRegistry::set_eras),
 // declared after every key, in the folder of the switch.
+void declare_sched_eras(ParamRegistry& r);
 void declare_vmx_eras(ParamRegistry& r);
 void declare_lapic_eras(ParamRegistry& r);
 void declare_guest_eras(ParamRegistry& r);

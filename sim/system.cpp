@@ -13,6 +13,7 @@
 #include "sim/checks/sched_invariants.h"
 #include "sim/core/invariants.h"
 #include "sim/sched/host.h"
+#include "sim/sched/host_kernel_timers.h"
 #include "sim/sched/host_task.h"
 #include "sim/trace/trace_observer.h"
 #include "sim/views/perfetto_observer.h"
@@ -209,6 +210,7 @@ System::System(const ParamSet& p, const RunOptions& opts) : p_(p), views_(new Vi
   workload_->build(*this);
   host_tasks_ = make_host_tasks(p, *host_);
   host_->finalize();
+  for (auto& t : make_kernel_timers(p, *host_)) host_tasks_.push_back(std::move(t));
 
   metric_sources_.push_back(host_.get());
   vcpu_metrics_ = std::make_unique<VcpuMetrics>(vcpus_, workload_->measuring_vcpu());

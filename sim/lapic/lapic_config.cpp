@@ -4,6 +4,7 @@
 
 #include "sim/core/params.h"
 #include "sim/lapic/lapic.h"
+#include "sim/sched/host.h"
 
 namespace kvmsim {
 namespace {
@@ -34,9 +35,9 @@ LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
   LapicConfig l;
   l.apicv = p.b("platform.apicv");
   // kvm_arch_init(): pi_inject_timer -1 = housekeeping_enabled(HK_FLAG_TIMER),
-  // i.e. on when the host isolates CPUs with nohz_full (host.isolcpus);
+  // i.e. on when the host isolates CPUs with nohz_full (Host::nohz_full_cpus);
   // kvm_can_post_timer_interrupt() also needs APICv.
-  const auto& iso = p.ints("host.isolcpus");
+  const auto iso = Host::nohz_full_cpus(p);
   const std::int64_t pi = p.i("kvm.pi_inject_timer");
   l.post_timer = l.apicv && (pi == 1 || (pi == -1 && !iso.empty())) &&
                  !p.b("kvm.pi_inject_timer_needs_hlt_in_guest");

@@ -48,14 +48,26 @@ Host::Host(const ParamSet& p, SimContext& ctx)
 Host::~Host() = default;
 
 // The tick a pCPU runs: host.tick_hz when the scenario sets it, else by the
-// pCPU's set-up. tick_nohz_full_cpu() pCPUs (isolcpus + nohz_full) keep the
+// pCPU's set-up. tick_nohz_full_cpu() pCPUs (nohz_full_cpus()) keep the
 // 1 Hz residual tick of tick_sched_do_timer()/tick_nohz_stop_tick() while one
 // task runs; a stock pCPU ticks at CONFIG_HZ whenever it is not idle.
 std::int64_t Host::tick_hz_of(const ParamSet& p, int cpu) {
   const std::int64_t set = p.i("host.tick_hz");
   if (set >= 0) return set;
-  const auto& iso = p.ints("host.isolcpus");
+  const auto iso = nohz_full_cpus(p);
   return std::find(iso.begin(), iso.end(), cpu) != iso.end() ? 1 : p.i("host.hz");
+}
+
+// isolcpus= alone keeps the tick (CONFIG_HZ while a thread runs); only
+// nohz_full= makes a pCPU tick_nohz_full_cpu().
+std::vector<std::int64_t> Host::nohz_full_cpus(const ParamSet& p) {
+  if (p.s("host.isolation") != "nohz_full") return {};
+  return p.ints("host.isolcpus");
+}
+
+void Host::add_timer(int cpu, std::unique_ptr<HostHrtimer> t, Tsc first) {
+  pcpu(cpu).hrtimers().start(t.get(), first);
+  timers_.push_back(std::move(t));
 }
 
 Pcpu& Host::pcpu(int cpu) {
@@ -72,7 +84,7 @@ Pcpu& Host::pcpu(int cpu) {
     slot->hrtimers().start(tick.get(),
                            static_cast<Tsc>(phase.uniform() * static_cast<double>(period)));
     slot->set_tick(tick.get(), period);
-    ticks_.push_back(std::move(tick));
+    timers_.push_back(std::move(tick));
   }
   return *slot;
 }

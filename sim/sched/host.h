@@ -31,6 +31,9 @@ class Host : public MetricSource {
   // The tick pCPU `cpu` runs under `p` (host.tick_hz, or by context: the
   // residual 1 Hz on host.isolcpus, host.hz elsewhere); 0 = none.
   static std::int64_t tick_hz_of(const ParamSet& p, int cpu);
+  // The nohz_full pCPUs (tick_nohz_full_cpu()): host.isolcpus when
+  // host.isolation is nohz_full, else none.
+  static std::vector<std::int64_t> nohz_full_cpus(const ParamSet& p);
   ~Host() override;
 
   [[nodiscard]] const Topology& topology() const { return topo_; }
@@ -41,6 +44,9 @@ class Host : public MetricSource {
     return by_id_.at(static_cast<std::size_t>(cpu)) != nullptr;
   }
   [[nodiscard]] const std::vector<Pcpu*>& pcpus() const { return order_; }  // creation order
+  // A host hrtimer of pCPU `cpu` that the host owns (a per-CPU kernel
+  // timer), started to expire at `first`.
+  void add_timer(int cpu, std::unique_ptr<HostHrtimer> t, Tsc first);
 
   // A thread the host runs (owned by the caller). Threads are started with
   // start_thread() when the run begins.
@@ -77,8 +83,8 @@ class Host : public MetricSource {
   Sampler tick_cost_;
   std::vector<std::unique_ptr<Pcpu>> by_id_;
   std::vector<Pcpu*> order_;
-  std::vector<std::unique_ptr<HostTick>> ticks_;
-  std::unordered_map<int, HostThread*> threads_;  // by SchedEntity id (pid)
+  std::vector<std::unique_ptr<HostHrtimer>> timers_;  // ticks and add_timer()'s
+  std::unordered_map<int, HostThread*> threads_;      // by SchedEntity id (pid)
 };
 
 }  // namespace kvmsim

@@ -722,3 +722,21 @@ TEST_CASE(
   p.set_text("host.tick_hz", "100", "test");
   CHECK(Host::tick_hz_of(p, 2) == 100);
 }
+
+TEST_CASE(
+    "sched: host.isolation says what host.isolcpus does: nohz_full pCPUs keep the 1 Hz "
+    "residual tick, isolcpus= alone and none keep CONFIG_HZ "
+    "on them",
+    "[sched]") {
+  ParamSet p(model_params());
+  p.set_text("host.isolcpus", "[2, 3]", "test");
+  CHECK(p.s("host.isolation") == "nohz_full");  // what a host.isolcpus list meant before
+  CHECK(Host::nohz_full_cpus(p) == std::vector<std::int64_t>{2, 3});
+  CHECK(Host::tick_hz_of(p, 2) == 1);
+  p.set_text("host.isolation", "isolcpus", "test");
+  CHECK(Host::nohz_full_cpus(p).empty());
+  CHECK(Host::tick_hz_of(p, 2) == 250);
+  p.set_text("host.isolation", "none", "test");
+  CHECK(Host::tick_hz_of(p, 3) == 250);
+  CHECK(Host::nohz_full_cpus(p).empty());
+}

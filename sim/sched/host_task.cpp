@@ -17,8 +17,13 @@ void HostCpuHog::run(Pcpu& cpu, Tsc now) {
 }
 
 HostKworker::HostKworker(int cpu, Tsc period, Tsc phase, Sampler work)
-    : HostTask(fmt::format("kworker/{}:1", cpu), 4000 + cpu, 0, CpuMask::only(cpu)),
-      HostHrtimer("kworker_timer"),
+    : HostKworker(fmt::format("kworker/{}:1", cpu), 4000 + cpu, 0, "kworker_timer", cpu, period,
+                  phase, std::move(work)) {}
+
+HostKworker::HostKworker(std::string comm, int pid, int nice, std::string timer, int cpu,
+                         Tsc period, Tsc phase, Sampler work)
+    : HostTask(std::move(comm), pid, nice, CpuMask::only(cpu)),
+      HostHrtimer(std::move(timer)),
       cpu_(cpu),
       period_(period),
       phase_(phase),

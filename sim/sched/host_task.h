@@ -28,10 +28,14 @@ class HostCpuHog : public HostTask {
   Tsc chunk_;
 };
 
-// A per-CPU kworker woken every `period` by its own host hrtimer.
+// A per-CPU kthread woken every `period` by its own host hrtimer: a kworker
+// (host.kworker.*), or a kernel one such as the softlockup watchdog's.
 class HostKworker : public HostTask, public HostHrtimer {
  public:
   HostKworker(int cpu, Tsc period, Tsc phase, Sampler work);
+  // A kthread `comm` (pid, nice) whose timer is `timer`.
+  HostKworker(std::string comm, int pid, int nice, std::string timer, int cpu, Tsc period,
+              Tsc phase, Sampler work);
   void start(Host& host) override;
   void run(Pcpu& cpu, Tsc now) override;
   Tsc fn(Pcpu& cpu, Tsc now) override;  // the timer: queue the work, wake the kworker

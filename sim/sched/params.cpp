@@ -25,6 +25,19 @@ void declare_sched_params(ParamRegistry& r) {
              4095,
              {},
              "Isolated pCPUs (isolcpus/nohz_full); vCPU threads are pinned to them."});
+  r.declare({"host.isolation",
+             ParamType::String,
+             "nohz_full",
+             "",
+             {},
+             {},
+             {"none", "isolcpus", "nohz_full"},
+             "How the pCPUs in host.isolcpus are isolated: nohz_full (isolcpus= nohz_full=: the "
+             "1 Hz residual tick while one task runs, no softlockup watchdog there from v4.2, "
+             "the LAPIC hrtimers of posted timer interrupts on a housekeeping pCPU); isolcpus "
+             "(isolcpus= alone: no other tasks, but the CONFIG_HZ tick while a thread runs and "
+             "the per-CPU kernel timers); none (the list only places the vCPU threads; the "
+             "pCPUs are stock ones)."});
   r.declare({"host.tick_hz",
              ParamType::Int,
              "-1",
@@ -398,6 +411,96 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              "cpu.shares of each VM's task group (vm.cgroup per_vm or shared): 1024 is "
              "libvirt's and the kernel's default, the weight of one nice-0 task."});
+  r.declare({"host.kernel_timers",
+             ParamType::Bool,
+             "false",
+             "bool",
+             {},
+             {},
+             {},
+             "The host kernel's own per-CPU timers on every pCPU the run uses, each at its "
+             "kernel period (sim/sched/host_kernel_timers.h): the softlockup watchdog's hrtimer "
+             "and the kthread it wakes, the MCE poll timer, the clocksource watchdog's turn. "
+             "false: the platform's noise.* rates stand for all of a pCPU's background (the "
+             "calibrated platforms' tails were fitted with them)."});
+  r.declare({"host.watchdog_thresh",
+             ParamType::Int,
+             "10",
+             "s",
+             0,
+             60,
+             {},
+             "kernel.watchdog_thresh: the softlockup hrtimer (watchdog_timer_fn) fires every "
+             "2 * thresh / 5 s (4 s by default) and wakes the per-CPU kthread that touches the "
+             "watchdog; 0 = the watchdog off. Acts with host.kernel_timers."});
+  r.declare({"host.softlockup_kthread",
+             ParamType::String,
+             "stopper",
+             "",
+             {},
+             {},
+             {"watchdog", "stopper"},
+             "The kthread the softlockup hrtimer wakes: watchdog (the smpboot watchdog/N "
+             "thread, SCHED_FIFO 99) or stopper (cpu_stop_work on migration/N, the stop "
+             "class). Both preempt whatever runs; the model's CFS-only scheduler gives the "
+             "thread nice -20, which preempts at once. A version switch: host.kernel sets it."});
+  r.declare({"host.softlockup_on_nohz_full",
+             ParamType::Bool,
+             "false",
+             "bool",
+             {},
+             {},
+             {},
+             "The softlockup watchdog also runs on nohz_full pCPUs (before watchdog_cpumask "
+             "defaulted to the housekeeping CPUs). A version switch: host.kernel sets it."});
+  r.declare({"host.mce_check_interval_s",
+             ParamType::Int,
+             "300",
+             "s",
+             0,
+             86400,
+             {},
+             "check_interval of the MCE poll timer (mce_timer_fn(), per CPU, pinned, not "
+             "deferrable): 5 minutes while no corrected error is found; 0 = off. Acts with "
+             "host.kernel_timers."});
+  r.declare({"host.tsc_clocksource_watchdog",
+             ParamType::Bool,
+             "false",
+             "bool",
+             {},
+             {},
+             {},
+             "The clocksource watchdog checks the host TSC (CLOCK_SOURCE_MUST_VERIFY): "
+             "clocksource_watchdog() runs every 0.5 s on the next online CPU in turn, so each "
+             "pCPU of the platform gets it every 0.5 s x the number of CPUs. A version switch: "
+             "host.kernel sets it. Acts with host.kernel_timers."});
+  r.declare({"cost.host.softlockup",
+             ParamType::Dist,
+             "1us",
+             "time",
+             {},
+             {},
+             {},
+             "Work of the softlockup kthread's run (__touch_watchdog()) before it sleeps "
+             "(estimate: a few cache lines)."});
+  r.declare({"cost.host.mce_poll",
+             ParamType::Dist,
+             "2us",
+             "time",
+             {},
+             {},
+             {},
+             "machine_check_poll() from mce_timer_fn(): one RDMSR of MCi_STATUS per bank "
+             "(about 20 banks on a Xeon), in the timer softirq (estimate)."});
+  r.declare({"cost.host.clocksource_watchdog",
+             ParamType::Dist,
+             "2us",
+             "time",
+             {},
+             {},
+             {},
+             "clocksource_watchdog(): the watchdog clocksource (HPET, uncached MMIO reads) and "
+             "the TSC read and compared, in the timer softirq (estimate)."});
   r.declare({"host.kworker.cpus",
              ParamType::IntList,
              "[]",
@@ -422,6 +525,27 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              {},
              "Work of one kworker run before it sleeps again."});
+}
+
+// The host kernels' defaults of the host-side version switches of this
+// folder (host.kernel).
+void declare_sched_eras(ParamRegistry& r) {
+  r.set_eras("host.softlockup_kthread", "host.kernel",
+             {{"3.10", "watchdog",
+               "the smpboot watchdog/N kthread (SCHED_FIFO 99), woken by watchdog_timer_fn()"},
+              {"4.18", "stopper",
+               "9cf57731b63e watchdog/softlockup: replace the watchdog/N threads with "
+               "cpu_stop_work (2018)"}});
+  r.set_eras("host.softlockup_on_nohz_full", "host.kernel",
+             {{"3.10", "true", "the softlockup watchdog runs on every online CPU"},
+              {"4.2", "false",
+               "fe4ba3c34352 watchdog: add watchdog_cpumask sysctl to assist nohz (2015): the "
+               "mask defaults to the housekeeping CPUs"}});
+  r.set_eras("host.tsc_clocksource_watchdog", "host.kernel",
+             {{"3.10", "true", "the TSC is CLOCK_SOURCE_MUST_VERIFY; the HPET watches it"},
+              {"5.17", "false",
+               "b50db7095fe0 x86/tsc: disable the clocksource watchdog for the TSC on "
+               "qualified platforms (constant, nonstop TSC with TSC_ADJUST; 2021)"}});
 }
 
 }  // namespace kvmsim

@@ -29,7 +29,7 @@ VmConfig vm_config(const ParamSet& p, const TscClock& clk) {
   if (l.post_timer && l.post_timer_cpu >= cpus)
     throw ScenarioError(fmt::format(
         "{}: key 'kvm.pi_inject_timer': posted timer interrupts need a housekeeping pCPU for "
-        "the LAPIC hrtimers, but host.isolcpus isolates all {} pCPUs",
+        "the LAPIC hrtimers, but host.isolcpus (nohz_full) takes all {} pCPUs",
         p.origin("kvm.pi_inject_timer"), cpus));
 
   c.guest_tsc_khz = p.i("vm.tsc_khz") ? static_cast<std::uint64_t>(p.i("vm.tsc_khz")) : clk.tsc_khz;

@@ -1,0 +1,78 @@
+#include "sim/sched/host_kernel_timers.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kvmsim {
+namespace {
+
+// A pinned per-CPU kernel timer that does its work in the interrupt and
+// re-arms itself one period on (hrtimer_forward(), or mod_timer() from the
+// timer function): mce_timer_fn(), the clocksource watchdog's turn.
+class PeriodicKernelTimer : public HostHrtimer {
+ public:
+  PeriodicKernelTimer(std::string name, Tsc period, Sampler work)
+      : HostHrtimer(std::move(name)), period_(period), work_(std::move(work)) {}
+  Tsc fn(Pcpu& cpu, Tsc /*now*/) override {
+    cpu.hrtimers().start(this, expires() + period_);
+    return work_(cpu.rng());
+  }
+
+ private:
+  Tsc period_;
+  Sampler work_;
+};
+
+// A timer's phase against the run: the kernel armed it at the pCPU's boot.
+Tsc boot_phase(const ParamSet& p, const std::string& name, Tsc period) {
+  Rng r(static_cast<std::uint64_t>(p.i("sim.seed")), name);
+  return static_cast<Tsc>(r.uniform() * static_cast<double>(period));
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Host& host) {
+  std::vector<std::unique_ptr<HostTask>> threads;
+  if (!p.b("host.kernel_timers")) return threads;
+  const TscClock clk{static_cast<std::uint64_t>(p.i("platform.tsc_khz"))};
+  const auto nohz_full = Host::nohz_full_cpus(p);
+  const bool stopper = p.s("host.softlockup_kthread") == "stopper";
+  // watchdog_timer_fn() every sample_period = 2 * watchdog_thresh / 5 s.
+  const Tsc softlockup_period =
+      clk.from_ns(static_cast<double>(p.i("host.watchdog_thresh")) * 2e9 / 5.0);
+  const Tsc mce_period = clk.from_ns(static_cast<double>(p.i("host.mce_check_interval_s")) * 1e9);
+  // WATCHDOG_INTERVAL (HZ / 2) on the next online CPU in turn.
+  const int ncpus = host.topology().cpus();
+  const Tsc cs_step = clk.from_ns(0.5e9);
+  const Tsc cs_period = cs_step * static_cast<Tsc>(ncpus);
+  const Tsc cs_start = boot_phase(p, "clocksource_watchdog.phase", cs_period);
+  for (Pcpu* cpu : host.pcpus()) {
+    const int c = cpu->id();
+    const bool on_nohz_full = std::find(nohz_full.begin(), nohz_full.end(), c) != nohz_full.end();
+    if (softlockup_period > 0 && (!on_nohz_full || p.b("host.softlockup_on_nohz_full"))) {
+      // The FIFO / stop-class kthread preempts at once; nice -20 does so
+      // in the model's fair-class scheduler.
+      threads.push_back(std::make_unique<HostKworker>(
+          fmt::format(stopper ? "migration/{}" : "watchdog/{}", c), 9000 + c, -20,
+          "watchdog_timer_fn", c, softlockup_period,
+          boot_phase(p, fmt::format("pcpu{}.softlockup", c), softlockup_period),
+          p.dist("cost.host.softlockup").bind(clk)));
+      host.add_thread(threads.back().get());
+    }
+    if (mce_period > 0)
+      host.add_timer(c,
+                     std::make_unique<PeriodicKernelTimer>("mce_timer_fn", mce_period,
+                                                           p.dist("cost.host.mce_poll").bind(clk)),
+                     boot_phase(p, fmt::format("pcpu{}.mce", c), mce_period));
+    if (p.b("host.tsc_clocksource_watchdog"))
+      host.add_timer(
+          c,
+          std::make_unique<PeriodicKernelTimer>("clocksource_watchdog", cs_period,
+                                                p.dist("cost.host.clocksource_watchdog").bind(clk)),
+          (cs_start + cs_step * static_cast<Tsc>(c)) % cs_period);
+  }
+  return threads;
+}
+
+}  // namespace kvmsim
