@@ -489,10 +489,7 @@ void apply_kernel_eras(ParamSet& set) {
   }
   for (const auto& d : reg.all()) {
     if (d.era_key.empty()) continue;
-    const std::string origin = set.origin(d.key);
-    const bool era_chosen =
-        origin.size() > 6 && origin.compare(origin.size() - 6, 6, " (era)") == 0;
-    if (origin != "default" && !era_chosen) continue;  // a file or --set chose it
+    if (set.chosen(d.key)) continue;
     const std::string& version = set.s(d.era_key);
     set.set_text(d.key, era_row(d, *parse_kernel_version(version)).value,
                  era_origin(d.era_key, version));
@@ -517,6 +514,12 @@ void apply_kernel_eras(ParamSet& set) {
 
 ParamSet::ParamSet(const ParamRegistry& reg)
     : reg_(&reg), values_(reg.defaults()), origins_(reg.all().size(), "default") {}
+
+bool ParamSet::chosen(std::string_view key) const {
+  const std::string& o = origins_[slot(key)];
+  const bool era = o.size() > 6 && o.compare(o.size() - 6, 6, " (era)") == 0;
+  return o != "default" && !era && !derived_why(o);
+}
 
 std::size_t ParamSet::slot(std::string_view key) const {
   const std::size_t k = reg_->index_of(key);

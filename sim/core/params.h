@@ -166,6 +166,9 @@ class ParamSet {
 
   // "default", "path/file.yaml:12", or "--set".
   [[nodiscard]] std::string origin(std::string_view key) const;
+  // A scenario file or --set chose the value (not the default, a kernel era
+  // or a derived default's rule).
+  [[nodiscard]] bool chosen(std::string_view key) const;
   // Canonical text of the current value.
   [[nodiscard]] std::string text(std::string_view key) const;
   // Parses and validates; throws ScenarioError "<origin>: key 'k': <problem>"

@@ -16,7 +16,7 @@ KvmLapic::KvmLapic(LapicVcpu& vcpu, LapicConfig cfg, LapicCosts costs)
     : HostHrtimer("apic_timer_fn"),
       vcpu_(vcpu),
       signals_(vcpu.ctx().signals.get<LapicSignals>()),
-      cfg_(cfg),
+      cfg_(std::move(cfg)),
       costs_(std::move(costs)) {
   // kvm_create_lapic(): -1 selects the adaptive advance, starting at 1000 ns.
   advance_adaptive_ = cfg_.timer_advance_ns < 0;
@@ -171,7 +171,9 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
     const Tsc expire = host.ns_to_cycles(now_ns + ns - advance);
     // HRTIMER_MODE_ABS_HARD on a nohz_full pCPU goes to a housekeeping one
     // (get_nohz_timer_target()) when posted; else it is pinned here.
-    Pcpu& cpu = cfg_.post_timer ? vcpu_.pcpu().host().pcpu(cfg_.post_timer_cpu) : vcpu_.pcpu();
+    Pcpu& cpu = cfg_.post_timer && cfg_.on_nohz_full(vcpu_.pcpu().id())
+                    ? vcpu_.pcpu().host().pcpu(cfg_.post_timer_cpu)
+                    : vcpu_.pcpu();
     cpu.hrtimers().start(this, expire);
     if (&cpu != &vcpu_.pcpu()) cpu.reschedule();  // its clockevent, from another pCPU
   } else {
@@ -183,7 +185,9 @@ Tsc KvmLapic::start_sw_tscdeadline(Tsc now) {
 // apic_timer_fn(): the host hrtimer fired (host hard-IRQ context).
 Tsc KvmLapic::fn(Pcpu& cpu, Tsc now) {
   const Tsc cost = costs_.apic_timer_fn(vcpu_.rng());
-  if (cfg_.post_timer) {
+  // A posted timer kept on the vCPU's own (housekeeping) pCPU fires after
+  // the exit its interrupt caused: the vCPU is no longer in guest mode.
+  if (cfg_.post_timer && &cpu != &vcpu_.pcpu()) {
     // kvm_use_posted_timer_interrupt(): posted only while the vCPU is in
     // guest mode; otherwise pending, and kvm_vcpu_kick() from this pCPU.
     if (vcpu_.in_guest_mode_for_ipi()) return cost + post_timer_interrupt(cpu, now + cost);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "sim/core/dist.h"
 #include "sim/lapic/apic_irq.h"
@@ -165,6 +166,12 @@ struct LapicConfig {
   // while the vCPU is in guest mode; the preemption timer is not used.
   bool post_timer = false;
   int post_timer_cpu = 0;
+  // The nohz_full pCPUs: get_nohz_timer_target() keeps a posted timer on a
+  // busy housekeeping pCPU and moves it off these only.
+  std::vector<std::int64_t> nohz_full_cpus;
+  [[nodiscard]] bool on_nohz_full(int cpu) const {
+    return std::find(nohz_full_cpus.begin(), nohz_full_cpus.end(), cpu) != nohz_full_cpus.end();
+  }
   // `preemption_timer_usable`: the CPU's VMX preemption timer can be used at
   // all (kvm_can_use_hv_timer()'s platform part, sim/vmx/preemption_timer.h).
   static LapicConfig from(const ParamSet& p, bool preemption_timer_usable);

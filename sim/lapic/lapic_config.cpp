@@ -43,6 +43,7 @@ LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
                  !p.b("kvm.pi_inject_timer_needs_hlt_in_guest");
   // housekeeping_any_cpu(): the lowest pCPU outside the isolated set.
   while (std::find(iso.begin(), iso.end(), l.post_timer_cpu) != iso.end()) ++l.post_timer_cpu;
+  l.nohz_full_cpus = iso;
   // kvm_can_use_hv_timer(): not with posted timer interrupts.
   l.hv_timer_available = p.b("kvm.enable_hv_timer") && preemption_timer_usable && !l.post_timer;
   l.timer_advance_ns = p.i("kvm.lapic_timer_advance_ns");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/core/advisory.h"
 #include "sim/sched/host.h"
@@ -116,9 +117,39 @@ void pinning_entries_unused(const ParamSet& p, const Metrics& /*m*/, std::vector
                    pin.size(), nvcpus, nvcpus == 1 ? "" : "s", unused.size(), cpu_list(unused))});
 }
 
+// Host settings that cannot act: the kernel timers' keys while
+// host.kernel_timers is off, host.isolation with no pCPU to isolate.
+void host_setting_inactive(const ParamSet& p, const Metrics& /*m*/, std::vector<Advisory>& out) {
+  if (!p.b("host.kernel_timers")) {
+    std::vector<std::string> keys;
+    for (const char* k :
+         {"host.watchdog_thresh", "host.softlockup_kthread", "host.softlockup_on_nohz_full",
+          "host.mce_check_interval_s", "host.tsc_clocksource_watchdog", "cost.host.softlockup",
+          "cost.host.mce_poll", "cost.host.clocksource_watchdog"})
+      if (p.chosen(k)) keys.emplace_back(k);
+    if (!keys.empty())
+      out.push_back(
+          {keys.front(), fmt::format("{} {} no effect: host.kernel_timers is false, so the host "
+                                     "kernel's own per-CPU timers are not modelled (the platform's "
+                                     "noise.* rates stand for them); set host.kernel_timers: true",
+                                     fmt::join(keys, ", "), keys.size() == 1 ? "has" : "have")});
+  }
+  if (p.b("host.kernel_timers") && p.chosen("host.softlockup_on_nohz_full") &&
+      Host::nohz_full_cpus(p).empty())
+    out.push_back({"host.softlockup_on_nohz_full",
+                   "host.softlockup_on_nohz_full has no effect: no pCPU is nohz_full "
+                   "(host.isolcpus with host.isolation: nohz_full)"});
+  if (p.chosen("host.isolation") && p.ints("host.isolcpus").empty())
+    out.push_back({"host.isolation",
+                   fmt::format("host.isolation = {} has no effect: host.isolcpus lists no pCPU, "
+                               "so every pCPU is a stock one",
+                               p.s("host.isolation"))});
+}
+
 }  // namespace
 }  // namespace kvmsim
 
+KVMSIM_REGISTER_ADVISORY(host_setting_inactive, kvmsim::host_setting_inactive)
 KVMSIM_REGISTER_ADVISORY(pinning_entries_unused, kvmsim::pinning_entries_unused)
 KVMSIM_REGISTER_ADVISORY(shared_pcpu_without_tick, kvmsim::shared_pcpu_without_tick)
 KVMSIM_REGISTER_ADVISORY(latency_max_is_a_slice, kvmsim::latency_max_is_a_slice)

@@ -24,6 +24,9 @@ class PeriodicKernelTimer : public HostHrtimer {
   Sampler work_;
 };
 
+// The kthreads' pids: above any vCPU thread's, hog's or kworker's.
+constexpr int kKthreadPid = 1000000;
+
 // A timer's phase against the run: the kernel armed it at the pCPU's boot.
 Tsc boot_phase(const ParamSet& p, const std::string& name, Tsc period) {
   Rng r(static_cast<std::uint64_t>(p.i("sim.seed")), name);
@@ -47,6 +50,11 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
   const Tsc cs_step = clk.from_ns(0.5e9);
   const Tsc cs_period = cs_step * static_cast<Tsc>(ncpus);
   const Tsc cs_start = boot_phase(p, "clocksource_watchdog.phase", cs_period);
+  // b50db7095fe0 (v5.17) qualifies the TSC on platforms of at most 2
+  // sockets; an era's false does not reach a larger one.
+  const bool cs_watchdog =
+      p.b("host.tsc_clocksource_watchdog") ||
+      (!p.chosen("host.tsc_clocksource_watchdog") && p.i("platform.sockets") > 2);
   for (Pcpu* cpu : host.pcpus()) {
     const int c = cpu->id();
     const bool on_nohz_full = std::find(nohz_full.begin(), nohz_full.end(), c) != nohz_full.end();
@@ -54,10 +62,13 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
       // The FIFO / stop-class kthread preempts at once; nice -20 does so
       // in the model's fair-class scheduler.
       threads.push_back(std::make_unique<HostKworker>(
-          fmt::format(stopper ? "migration/{}" : "watchdog/{}", c), 9000 + c, -20,
+          fmt::format(stopper ? "migration/{}" : "watchdog/{}", c), kKthreadPid + c, -20,
           "watchdog_timer_fn", c, softlockup_period,
           boot_phase(p, fmt::format("pcpu{}.softlockup", c), softlockup_period),
           p.dist("cost.host.softlockup").bind(clk)));
+      // Created at boot and asleep since: a wake-up is a sleeper's
+      // (place_entity()), not a new task's START_DEBIT.
+      threads.back()->se().fresh = false;
       host.add_thread(threads.back().get());
     }
     if (mce_period > 0)
@@ -65,7 +76,7 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
                      std::make_unique<PeriodicKernelTimer>("mce_timer_fn", mce_period,
                                                            p.dist("cost.host.mce_poll").bind(clk)),
                      boot_phase(p, fmt::format("pcpu{}.mce", c), mce_period));
-    if (p.b("host.tsc_clocksource_watchdog"))
+    if (cs_watchdog)
       host.add_timer(
           c,
           std::make_unique<PeriodicKernelTimer>("clocksource_watchdog", cs_period,

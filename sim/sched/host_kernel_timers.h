@@ -3,7 +3,7 @@
 // kernel gives it.
 //  - The softlockup watchdog: watchdog_timer_fn(), a pinned hrtimer every
 //    2 * watchdog_thresh / 5 s, wakes a per-CPU kthread that touches the
-//    watchdog's timestamp (watchdog/N before v4.18, cpu_stop_work on
+//    watchdog's timestamp (watchdog/N before v4.19, cpu_stop_work on
 //    migration/N after). Not on nohz_full pCPUs since watchdog_cpumask
 //    defaults to the housekeeping CPUs.
 //  - The MCE poll: mce_timer_fn(), a pinned timer every check_interval
@@ -11,6 +11,9 @@
 //  - The clocksource watchdog: clocksource_watchdog() every 0.5 s on the next
 //    online CPU in turn (add_timer_on(cpumask_next())), while the TSC must be
 //    verified; each pCPU gets it every 0.5 s x the platform's CPUs.
+// Not modelled: the NMI hard-lockup detector (a perf cycles overflow every
+// watchdog_thresh s of busy cycles: one NMI per 10 s on a busy pCPU, none in
+// idle).
 // Deferrable timers (vmstat_update, cache_reap) are not here: they never wake
 // an idle pCPU and run only in a tick of a busy one. Timer-wheel timers are
 // modelled as host hrtimers whose work runs in the interrupt (the timer

@@ -33,7 +33,7 @@ void declare_sched_params(ParamRegistry& r) {
              {},
              {"none", "isolcpus", "nohz_full"},
              "How the pCPUs in host.isolcpus are isolated: nohz_full (isolcpus= nohz_full=: the "
-             "1 Hz residual tick while one task runs, no softlockup watchdog there from v4.2, "
+             "1 Hz residual tick while one task runs, no softlockup watchdog there from v3.11, "
              "the LAPIC hrtimers of posted timer interrupts on a housekeeping pCPU); isolcpus "
              "(isolcpus= alone: no other tasks, but the CONFIG_HZ tick while a thread runs and "
              "the per-CPU kernel timers); none (the list only places the vCPU threads; the "
@@ -443,7 +443,8 @@ void declare_sched_params(ParamRegistry& r) {
              "The kthread the softlockup hrtimer wakes: watchdog (the smpboot watchdog/N "
              "thread, SCHED_FIFO 99) or stopper (cpu_stop_work on migration/N, the stop "
              "class). Both preempt whatever runs; the model's CFS-only scheduler gives the "
-             "thread nice -20, which preempts at once. A version switch: host.kernel sets it."});
+             "thread nice -20 and a sleeper's placement, which preempt at once. A version "
+             "switch: host.kernel sets it."});
   r.declare({"host.softlockup_on_nohz_full",
              ParamType::Bool,
              "false",
@@ -473,7 +474,8 @@ void declare_sched_params(ParamRegistry& r) {
              "The clocksource watchdog checks the host TSC (CLOCK_SOURCE_MUST_VERIFY): "
              "clocksource_watchdog() runs every 0.5 s on the next online CPU in turn, so each "
              "pCPU of the platform gets it every 0.5 s x the number of CPUs. A version switch: "
-             "host.kernel sets it. Acts with host.kernel_timers."});
+             "host.kernel sets it; the era's false (v5.17+) holds only on platforms of at most "
+             "2 sockets, larger ones keep the watchdog. Acts with host.kernel_timers."});
   r.declare({"cost.host.softlockup",
              ParamType::Dist,
              "1us",
@@ -533,11 +535,14 @@ void declare_sched_eras(ParamRegistry& r) {
   r.set_eras("host.softlockup_kthread", "host.kernel",
              {{"3.10", "watchdog",
                "the smpboot watchdog/N kthread (SCHED_FIFO 99), woken by watchdog_timer_fn()"},
-              {"4.18", "stopper",
+              {"4.19", "stopper",
                "9cf57731b63e watchdog/softlockup: replace the watchdog/N threads with "
                "cpu_stop_work (2018)"}});
   r.set_eras("host.softlockup_on_nohz_full", "host.kernel",
              {{"3.10", "true", "the softlockup watchdog runs on every online CPU"},
+              {"3.11", "false",
+               "full dynticks boot-disables the lockup detectors (on every CPU; the model "
+               "keeps them on the housekeeping pCPUs)"},
               {"4.2", "false",
                "fe4ba3c34352 watchdog: add watchdog_cpumask sysctl to assist nohz (2015): the "
                "mask defaults to the housekeeping CPUs"}});
@@ -545,7 +550,8 @@ void declare_sched_eras(ParamRegistry& r) {
              {{"3.10", "true", "the TSC is CLOCK_SOURCE_MUST_VERIFY; the HPET watches it"},
               {"5.17", "false",
                "b50db7095fe0 x86/tsc: disable the clocksource watchdog for the TSC on "
-               "qualified platforms (constant, nonstop TSC with TSC_ADJUST; 2021)"}});
+               "qualified platforms (constant, nonstop TSC with TSC_ADJUST, at most 2 "
+               "sockets; 2021)"}});
 }
 
 }  // namespace kvmsim

@@ -33,7 +33,7 @@ Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts&
       vm_id_(vm_id),
       kvm_signals_(pcpu.ctx().signals.get<KvmSignals>()),
       tsc_(tsc),
-      lapic_(*this, lapic_cfg, std::move(lapic_costs)),
+      lapic_(*this, std::move(lapic_cfg), std::move(lapic_costs)),
       halt_(*this, vmx_.halt),
       ple_(vmx_.ple),
       dy_(*this, vmx_.directed_yield),

@@ -49,9 +49,9 @@ Vm::Vm(int id, int first_vcpu_id, int vcpus, const VmConfig& cfg,
     vcpus_.push_back(std::make_unique<Vcpu>(vcpu_id, id, *pcpu, std::move(allowed), cfg_.vcpu_costs,
                                             cfg_.vmx, cfg_.lapic, cfg_.lapic_costs, cfg_.tsc));
   }
-  // The housekeeping pCPU the posted LAPIC timers fire on exists from the
-  // start (SystemC creates no module once the run began).
-  if (cfg_.lapic.post_timer && !vcpus_.empty())
+  // The housekeeping pCPU the posted LAPIC timers of nohz_full pCPUs fire on
+  // exists from the start (SystemC creates no module once the run began).
+  if (cfg_.lapic.post_timer && !cfg_.lapic.nohz_full_cpus.empty() && !vcpus_.empty())
     vcpus_.front()->pcpu().host().pcpu(cfg_.lapic.post_timer_cpu);
   for (const auto& v : vcpus_) spin_list_.vcpus.push_back(v.get());
   for (const auto& v : vcpus_) v->set_vm_vcpus(&spin_list_);

@@ -3,7 +3,9 @@
 // host.isolation deciding which of them a pCPU in host.isolcpus keeps.
 #include <catch2/catch.hpp>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli/cli_runner.h"
 
@@ -21,6 +23,19 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The timestamps (s) of the trace lines that contain `what`.
+std::vector<double> stamps(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(what) == std::string::npos) continue;
+    const auto colon = line.find(": ");
+    const auto space = line.rfind(' ', colon);
+    out.push_back(std::stod(line.substr(space + 1, colon - space - 1)));
+  }
+  return out;
+}
+
 // The trace of a run: sched_switch lines into the softlockup kthread.
 std::string trace_of(const std::string& name, const std::string& args) {
   const auto dir = out_dir(name);
@@ -35,11 +50,26 @@ std::string trace_of(const std::string& name, const std::string& args) {
 
 TEST_CASE(
     "host.kernel_timers: the softlockup hrtimer wakes the per-CPU kthread every 2 * "
-    "watchdog_thresh / 5 s, watchdog/N before v4.18 and migration/N after, and none when off",
+    "watchdog_thresh / 5 s, watchdog/N before v4.19 and migration/N after, and none when off",
     "[cli][sched][kernel_timers]") {
   const auto v43 = trace_of("kt-v43", kIdle);  // the scenario's stock host has them
   CHECK(count(v43, "==> watchdog/2:") == 5);   // 20 s / 4 s
   CHECK(count(v43, "==> migration/2:") == 0);
+  // Each run follows its wake-up at once (a sleeping kthread preempts), and
+  // the runs are 4 s apart.
+  const auto woken = stamps(v43, "sched_wakeup:         watchdog/2:");
+  const auto ran = stamps(v43, "==> watchdog/2:");
+  REQUIRE(woken.size() == ran.size());
+  for (std::size_t i = 0; i < ran.size(); ++i) {
+    CHECK(ran[i] - woken[i] >= 0);
+    CHECK(ran[i] - woken[i] < 20e-6);
+    if (i > 0) CHECK(ran[i] - ran[i - 1] == Approx(4.0).margin(50e-6));
+  }
+  // The v4.19 switch: 4.18 still has watchdog/N.
+  const auto v418 = trace_of("kt-v418", kIdle + " --set host.kernel=4.18");
+  CHECK(count(v418, "==> watchdog/2:") == 5);
+  const auto v419 = trace_of("kt-v419", kIdle + " --set host.kernel=4.19");
+  CHECK(count(v419, "==> migration/2:") == 5);
   const auto v54 =
       trace_of("kt-v54", kIdle + " --set host.kernel_timers=true --set host.kernel=5.4");
   CHECK(count(v54, "==> migration/2:") == 5);
@@ -69,6 +99,15 @@ TEST_CASE(
   const auto v66 =
       run_metrics("kt-cs-v66", quiet + " --set host.kernel_timers=true --set host.kernel=6.6");
   CHECK(metric(v66, "host.irqs") == metric(base, "host.irqs"));  // b50db7095fe0: not watched
+  const auto v516 =
+      run_metrics("kt-cs-v516", quiet + " --set host.kernel_timers=true --set host.kernel=5.16");
+  CHECK(metric(v516, "host.irqs") - metric(base, "host.irqs") == 10);
+  // ... and on up to 2 sockets only: 4 sockets x 1 CPU keep it on v6.6.
+  const std::string four = quiet + " --set platform.sockets=4 --set platform.cores_per_socket=1";
+  const auto base4 = run_metrics("kt-cs-4s-off", four + " --set host.kernel_timers=false");
+  const auto v66_4 =
+      run_metrics("kt-cs-4s-v66", four + " --set host.kernel_timers=true --set host.kernel=6.6");
+  CHECK(metric(v66_4, "host.irqs") - metric(base4, "host.irqs") == 10);
   const auto mce = run_metrics("kt-mce", quiet +
                                              " --set host.kernel_timers=true --set "
                                              "host.tsc_clocksource_watchdog=false --set "
@@ -77,7 +116,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "host.isolation: a nohz_full pCPU has no softlockup watchdog from v4.2, an isolcpus= one "
+    "host.isolation: a nohz_full pCPU has no softlockup watchdog from v3.11, an isolcpus= one "
     "keeps it and ticks at CONFIG_HZ while its vCPU runs",
     "[cli][sched][kernel_timers]") {
   // T1's host (v4.8, host.isolcpus [2, 3]) without its explicit residual tick.
@@ -89,10 +128,39 @@ TEST_CASE(
   const auto before = trace_of("iso-v41-rule", t1 + " --set host.softlockup_on_nohz_full=true");
   CHECK(count(before, "==> watchdog/2:") == 5);  // 20 s / 4 s
   CHECK(count(before, "==> watchdog/3:") == 5);
+  const auto iso_trace = trace_of("iso-isolcpus-trace", t1 + " --set host.isolation=isolcpus");
+  CHECK(count(iso_trace, "==> watchdog/2:") == 5);
+  const auto v41 =
+      trace_of("iso-v41", t1 + " --set host.kernel=4.1 --set kvm.enable_hv_timer=false");
+  CHECK(count(v41, "==> watchdog/") == 0);  // 3.11-4.1: off with nohz_full
   const auto iso = run_metrics("iso-isolcpus", t1 + " --set host.isolation=isolcpus");
   const auto full = run_metrics("iso-nohz-full-m", t1);
   // The CONFIG_HZ (250) tick while cyclictest's vCPU runs: external-interrupt
   // exits the nohz_full pCPU does not take.
   CHECK(metric_or_zero(iso, "exits.EXTERNAL_INTERRUPT.count") >
         metric_or_zero(full, "exits.EXTERNAL_INTERRUPT.count") + 100);
+}
+
+TEST_CASE("host.kernel_timers and host.isolation: a setting that cannot act is a warning naming it",
+          "[cli][sched][kernel_timers]") {
+  const auto off = run_cli("run " + kIdle +
+                           " -q --set host.kernel_timers=false --set host.watchdog_thresh=5 "
+                           "--set host.mce_check_interval_s=60 --out " +
+                           out_dir("kt-inactive").string());
+  INFO(off.output);
+  REQUIRE(off.exit_code == 0);
+  CHECK(off.output.find("host.watchdog_thresh, host.mce_check_interval_s have no effect: "
+                        "host.kernel_timers is false") != std::string::npos);
+  // The era's value of a version switch is not a choice of the user's.
+  CHECK(off.output.find("host.softlockup_kthread") == std::string::npos);
+  const auto iso = run_cli("run " + kIdle + " -q --set host.isolation=isolcpus --out " +
+                           out_dir("iso-inactive").string());
+  INFO(iso.output);
+  REQUIRE(iso.exit_code == 0);
+  CHECK(iso.output.find("host.isolation = isolcpus has no effect: host.isolcpus lists no pCPU") !=
+        std::string::npos);
+  // Where they act, no such warning.
+  const auto on = run_cli("run " + kIdle + " -q --set host.watchdog_thresh=5 --out " +
+                          out_dir("kt-active").string());
+  CHECK(on.output.find("no effect: host.kernel_timers") == std::string::npos);
 }

@@ -81,3 +81,19 @@ TEST_CASE(
   CHECK(all.exit_code == 2);
   CHECK(all.output.find("need a housekeeping pCPU") != std::string::npos);
 }
+
+TEST_CASE(
+    "kvm.pi_inject_timer: from a pCPU that is not nohz_full (host.isolation isolcpus) the LAPIC "
+    "hrtimer is not moved: it interrupts the guest on the vCPU's pCPU and nothing is posted",
+    "[cli][lapic][posted_timer]") {
+  const double loops = std::stod(kLoops);
+  const auto local = run_metrics("pi-isolcpus", kRun +
+                                                    " --set guest.idle=poll --set "
+                                                    "kvm.pi_inject_timer=1 --set "
+                                                    "host.isolation=isolcpus");
+  CHECK(metric_or_zero(local, "ipi.posted") == 0);
+  CHECK_FALSE(local.contains("host.cpu.0.c0_frac"));  // no housekeeping pCPU was used
+  CHECK(metric_or_zero(local, "exits.PREEMPTION_TIMER.count") == 0);  // posting possible: no hv
+  CHECK(metric_or_zero(local, "exits.EXTERNAL_INTERRUPT.count") >= loops);
+  CHECK(metric_or_zero(local, "cyclictest.loops") == loops);
+}
