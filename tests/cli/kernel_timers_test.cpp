@@ -3,12 +3,15 @@
 // host.isolation deciding which of them a pCPU in host.isolcpus keeps.
 #include <catch2/catch.hpp>
 
-#include <sstream>
+#include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/traced_run.h"
 
+using namespace kvmsim;
 using namespace kvmsim::test;
 
 namespace {
@@ -17,33 +20,23 @@ namespace {
 const std::string kIdle =
     "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=20 --set kvm.halt_poll_ns=0";
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
+// Switches into the thread `comm`; a comm ending in '/' counts every pCPU's
+// ("watchdog/").
+std::size_t switches_into(const TracedRun& run, const std::string& comm) {
+  const bool any = comm.back() == '/';
+  return run.count_if<trace::SchedSwitch>([&](const trace::SchedSwitch& e) {
+    return any ? e.next_comm.rfind(comm, 0) == 0 : e.next_comm == comm;
+  });
 }
 
-// The timestamps (s) of the trace lines that contain `what`.
-std::vector<double> stamps(const std::string& text, const std::string& what) {
-  std::vector<double> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(what) == std::string::npos) continue;
-    const auto colon = line.find(": ");
-    const auto space = line.rfind(' ', colon);
-    out.push_back(std::stod(line.substr(space + 1, colon - space - 1)));
-  }
+// The times (ns) of the events `T` whose thread name `comm_of` gives is `comm`.
+template <class T, class CommOf>
+std::vector<std::int64_t> times_of(const TracedRun& run, const std::string& comm, CommOf comm_of) {
+  std::vector<std::int64_t> out;
+  for (const TracedEvent& e : run.events)
+    if (const T* d = std::get_if<T>(&e.data); d != nullptr && comm_of(*d) == comm)
+      out.push_back(e.ts);
   return out;
-}
-
-// The trace of a run: sched_switch lines into the softlockup kthread.
-std::string trace_of(const std::string& name, const std::string& args) {
-  const auto dir = out_dir(name);
-  const auto r = run_cli("run " + args + " -q --out " + dir.string() + " --trace " +
-                         (dir / "trace.txt").string());
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return read_text(dir / "trace.txt");
 }
 
 }  // namespace
@@ -52,32 +45,35 @@ TEST_CASE(
     "host.kernel_timers: the softlockup hrtimer wakes the per-CPU kthread every 2 * "
     "watchdog_thresh / 5 s, watchdog/N before v4.19 and migration/N after, and none when off",
     "[cli][sched][kernel_timers]") {
-  const auto v43 = trace_of("kt-v43", kIdle);  // the scenario's stock host has them
-  CHECK(count(v43, "==> watchdog/2:") == 5);   // 20 s / 4 s
-  CHECK(count(v43, "==> migration/2:") == 0);
+  const auto v43 = traced_run("kt-v43", kIdle);  // the scenario's stock host has them
+  CHECK(switches_into(v43, "watchdog/2") == 5);  // 20 s / 4 s
+  CHECK(switches_into(v43, "migration/2") == 0);
   // Each run follows its wake-up at once (a sleeping kthread preempts), and
   // the runs are 4 s apart.
-  const auto woken = stamps(v43, "sched_wakeup:         watchdog/2:");
-  const auto ran = stamps(v43, "==> watchdog/2:");
+  const auto woken = times_of<trace::SchedWakeup>(
+      v43, "watchdog/2", [](const trace::SchedWakeup& e) { return e.comm; });
+  const auto ran = times_of<trace::SchedSwitch>(
+      v43, "watchdog/2", [](const trace::SchedSwitch& e) { return e.next_comm; });
+  REQUIRE(ran.size() == 5);
   REQUIRE(woken.size() == ran.size());
   for (std::size_t i = 0; i < ran.size(); ++i) {
     CHECK(ran[i] - woken[i] >= 0);
-    CHECK(ran[i] - woken[i] < 20e-6);
-    if (i > 0) CHECK(ran[i] - ran[i - 1] == Approx(4.0).margin(50e-6));
+    CHECK(ran[i] - woken[i] < 20000);  // 20 us
+    if (i > 0) CHECK(static_cast<double>(ran[i] - ran[i - 1]) == Approx(4e9).margin(50e3));
   }
   // The v4.19 switch: 4.18 still has watchdog/N.
-  const auto v418 = trace_of("kt-v418", kIdle + " --set host.kernel=4.18");
-  CHECK(count(v418, "==> watchdog/2:") == 5);
-  const auto v419 = trace_of("kt-v419", kIdle + " --set host.kernel=4.19");
-  CHECK(count(v419, "==> migration/2:") == 5);
+  const auto v418 = traced_run("kt-v418", kIdle + " --set host.kernel=4.18");
+  CHECK(switches_into(v418, "watchdog/2") == 5);
+  const auto v419 = traced_run("kt-v419", kIdle + " --set host.kernel=4.19");
+  CHECK(switches_into(v419, "migration/2") == 5);
   const auto v54 =
-      trace_of("kt-v54", kIdle + " --set host.kernel_timers=true --set host.kernel=5.4");
-  CHECK(count(v54, "==> migration/2:") == 5);
-  const auto thresh5 =
-      trace_of("kt-thresh5", kIdle + " --set host.kernel_timers=true --set host.watchdog_thresh=5");
-  CHECK(count(thresh5, "==> watchdog/2:") == 10);  // every 2 s
-  const auto off = trace_of("kt-off", kIdle + " --set host.kernel_timers=false");
-  CHECK(count(off, "==> watchdog/") == 0);
+      traced_run("kt-v54", kIdle + " --set host.kernel_timers=true --set host.kernel=5.4");
+  CHECK(switches_into(v54, "migration/2") == 5);
+  const auto thresh5 = traced_run(
+      "kt-thresh5", kIdle + " --set host.kernel_timers=true --set host.watchdog_thresh=5");
+  CHECK(switches_into(thresh5, "watchdog/2") == 10);  // every 2 s
+  const auto off = traced_run("kt-off", kIdle + " --set host.kernel_timers=false");
+  CHECK(switches_into(off, "watchdog/") == 0);
 }
 
 TEST_CASE(
@@ -123,16 +119,16 @@ TEST_CASE(
   const std::string t1 =
       "scenarios/cyclictest_pinned.yaml --set cyclictest.loops=20000 --set host.tick_hz=-1 "
       "--set host.kernel_timers=true";
-  const auto nohz_full = trace_of("iso-nohz-full", t1);
-  CHECK(count(nohz_full, "==> watchdog/") == 0);
-  const auto before = trace_of("iso-v41-rule", t1 + " --set host.softlockup_on_nohz_full=true");
-  CHECK(count(before, "==> watchdog/2:") == 5);  // 20 s / 4 s
-  CHECK(count(before, "==> watchdog/3:") == 5);
-  const auto iso_trace = trace_of("iso-isolcpus-trace", t1 + " --set host.isolation=isolcpus");
-  CHECK(count(iso_trace, "==> watchdog/2:") == 5);
+  const auto nohz_full = traced_run("iso-nohz-full", t1);
+  CHECK(switches_into(nohz_full, "watchdog/") == 0);
+  const auto before = traced_run("iso-v41-rule", t1 + " --set host.softlockup_on_nohz_full=true");
+  CHECK(switches_into(before, "watchdog/2") == 5);  // 20 s / 4 s
+  CHECK(switches_into(before, "watchdog/3") == 5);
+  const auto iso_trace = traced_run("iso-isolcpus-trace", t1 + " --set host.isolation=isolcpus");
+  CHECK(switches_into(iso_trace, "watchdog/2") == 5);
   const auto v41 =
-      trace_of("iso-v41", t1 + " --set host.kernel=4.1 --set kvm.enable_hv_timer=false");
-  CHECK(count(v41, "==> watchdog/") == 0);  // 3.11-4.1: off with nohz_full
+      traced_run("iso-v41", t1 + " --set host.kernel=4.1 --set kvm.enable_hv_timer=false");
+  CHECK(switches_into(v41, "watchdog/") == 0);  // 3.11-4.1: off with nohz_full
   const auto iso = run_metrics("iso-isolcpus", t1 + " --set host.isolation=isolcpus");
   const auto full = run_metrics("iso-nohz-full-m", t1);
   // The CONFIG_HZ (250) tick while cyclictest's vCPU runs: external-interrupt
