@@ -463,19 +463,22 @@ bool kernel_at_least(const ParamSet& set, std::string_view key, const char* vers
 
 namespace {
 constexpr std::string_view kDerivedSuffix = " (derived)";
+constexpr std::string_view kEraSuffix = " (era)";
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
 }  // namespace
 
 std::string derived_origin(const std::string& why) { return why + std::string(kDerivedSuffix); }
 
 std::optional<std::string> derived_why(const std::string& origin) {
-  const std::size_t n = kDerivedSuffix.size();
-  if (origin.size() <= n || origin.compare(origin.size() - n, n, kDerivedSuffix) != 0)
-    return std::nullopt;
-  return origin.substr(0, origin.size() - n);
+  if (!ends_with(origin, kDerivedSuffix)) return std::nullopt;
+  return origin.substr(0, origin.size() - kDerivedSuffix.size());
 }
 
 std::string era_origin(const std::string& era_key, const std::string& version) {
-  return fmt::format("{}={} (era)", era_key, version);
+  return fmt::format("{}={}{}", era_key, version, kEraSuffix);
 }
 
 void apply_kernel_eras(ParamSet& set) {
@@ -517,8 +520,7 @@ ParamSet::ParamSet(const ParamRegistry& reg)
 
 bool ParamSet::chosen(std::string_view key) const {
   const std::string& o = origins_[slot(key)];
-  const bool era = o.size() > 6 && o.compare(o.size() - 6, 6, " (era)") == 0;
-  return o != "default" && !era && !derived_why(o);
+  return o != "default" && !ends_with(o, kEraSuffix) && !derived_why(o);
 }
 
 std::size_t ParamSet::slot(std::string_view key) const {

@@ -54,8 +54,7 @@ Host::~Host() = default;
 std::int64_t Host::tick_hz_of(const ParamSet& p, int cpu) {
   const std::int64_t set = p.i("host.tick_hz");
   if (set >= 0) return set;
-  const auto iso = nohz_full_cpus(p);
-  return std::find(iso.begin(), iso.end(), cpu) != iso.end() ? 1 : p.i("host.hz");
+  return is_nohz_full(p, cpu) ? 1 : p.i("host.hz");
 }
 
 // isolcpus= alone keeps the tick (CONFIG_HZ while a thread runs); only
@@ -63,6 +62,11 @@ std::int64_t Host::tick_hz_of(const ParamSet& p, int cpu) {
 std::vector<std::int64_t> Host::nohz_full_cpus(const ParamSet& p) {
   if (p.s("host.isolation") != "nohz_full") return {};
   return p.ints("host.isolcpus");
+}
+
+bool Host::is_nohz_full(const ParamSet& p, int cpu) {
+  const auto iso = nohz_full_cpus(p);
+  return std::find(iso.begin(), iso.end(), cpu) != iso.end();
 }
 
 void Host::add_timer(int cpu, std::unique_ptr<HostHrtimer> t, Tsc first) {

@@ -34,6 +34,8 @@ class Host : public MetricSource {
   // The nohz_full pCPUs (tick_nohz_full_cpu()): host.isolcpus when
   // host.isolation is nohz_full, else none.
   static std::vector<std::int64_t> nohz_full_cpus(const ParamSet& p);
+  // Whether pCPU `cpu` is one of nohz_full_cpus(p) (tick_nohz_full_cpu()).
+  static bool is_nohz_full(const ParamSet& p, int cpu);
   ~Host() override;
 
   [[nodiscard]] const Topology& topology() const { return topo_; }

@@ -1,28 +1,12 @@
 #include "sim/sched/host_kernel_timers.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include "sim/sched/host.h"
+#include "sim/sched/host_tick.h"
 
 namespace kvmsim {
 namespace {
-
-// A pinned per-CPU kernel timer that does its work in the interrupt and
-// re-arms itself one period on (hrtimer_forward(), or mod_timer() from the
-// timer function): mce_timer_fn(), the clocksource watchdog's turn.
-class PeriodicKernelTimer : public HostHrtimer {
- public:
-  PeriodicKernelTimer(std::string name, Tsc period, Sampler work)
-      : HostHrtimer(std::move(name)), period_(period), work_(std::move(work)) {}
-  Tsc fn(Pcpu& cpu, Tsc /*now*/) override {
-    cpu.hrtimers().start(this, expires() + period_);
-    return work_(cpu.rng());
-  }
-
- private:
-  Tsc period_;
-  Sampler work_;
-};
 
 // The kthreads' pids: above any vCPU thread's, hog's or kworker's.
 constexpr int kKthreadPid = 1000000;
@@ -39,7 +23,6 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
   std::vector<std::unique_ptr<HostTask>> threads;
   if (!p.b("host.kernel_timers")) return threads;
   const TscClock clk{static_cast<std::uint64_t>(p.i("platform.tsc_khz"))};
-  const auto nohz_full = Host::nohz_full_cpus(p);
   const bool stopper = p.s("host.softlockup_kthread") == "stopper";
   // watchdog_timer_fn() every sample_period = 2 * watchdog_thresh / 5 s.
   const Tsc softlockup_period =
@@ -57,7 +40,7 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
       (!p.chosen("host.tsc_clocksource_watchdog") && p.i("platform.sockets") > 2);
   for (Pcpu* cpu : host.pcpus()) {
     const int c = cpu->id();
-    const bool on_nohz_full = std::find(nohz_full.begin(), nohz_full.end(), c) != nohz_full.end();
+    const bool on_nohz_full = Host::is_nohz_full(p, c);
     if (softlockup_period > 0 && (!on_nohz_full || p.b("host.softlockup_on_nohz_full"))) {
       // The FIFO / stop-class kthread preempts at once; nice -20 does so
       // in the model's fair-class scheduler.
@@ -73,13 +56,13 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
     }
     if (mce_period > 0)
       host.add_timer(c,
-                     std::make_unique<PeriodicKernelTimer>("mce_timer_fn", mce_period,
+                     std::make_unique<PeriodicHostHrtimer>("mce_timer_fn", mce_period,
                                                            p.dist("cost.host.mce_poll").bind(clk)),
                      boot_phase(p, fmt::format("pcpu{}.mce", c), mce_period));
     if (cs_watchdog)
       host.add_timer(
           c,
-          std::make_unique<PeriodicKernelTimer>("clocksource_watchdog", cs_period,
+          std::make_unique<PeriodicHostHrtimer>("clocksource_watchdog", cs_period,
                                                 p.dist("cost.host.clocksource_watchdog").bind(clk)),
           (cs_start + cs_step * static_cast<Tsc>(c)) % cs_period);
   }
