@@ -65,12 +65,13 @@ Tsc KvmLapic::wait_lapic_expire_spin(Tsc now) {
   };
   const Tsc overhead = costs_.wait_lapic_expire(vcpu_.rng());
   Tsc spin = 0;
-  if (cfg_.tuning == AdvanceTuning::UntilDone) {
+  if (cfg_.tuning == AdvanceTuning::UntilDone || cfg_.tuning == AdvanceTuning::UntilDoneRetry) {
     // v4.20..v5.3: spin first (capped by the advance before tuning), then tune.
     spin = spin_for(guest_tsc, timer_advance_cycles());
     if (advance_adaptive_ && !advance_adjust_done_)
-      timer_advance_ns_ = adjust_lapic_timer_advance_until_done(timer_advance_ns_, delta, guest_khz,
-                                                                &advance_adjust_done_);
+      timer_advance_ns_ = adjust_lapic_timer_advance_until_done(
+          timer_advance_ns_, delta, guest_khz, &advance_adjust_done_,
+          cfg_.tuning == AdvanceTuning::UntilDoneRetry);
   } else if (cfg_.tuning == AdvanceTuning::SpinThenTune) {
     // v5.4..v5.13: __wait_lapic_expire() from the TSC read above (capped by
     // the advance before tuning), then adjust_lapic_timer_advance() on the

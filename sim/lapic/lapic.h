@@ -106,14 +106,16 @@ inline std::int64_t adjust_lapic_timer_advance(std::int64_t advance_ns, std::int
 
 // The v4.20..v5.3 rule (Wanpeng Li 2018, "Tune lapic_timer_advance_ns
 // automatically"): the step is min(error ns, advance / 8); tuning stops for
-// good once an error is under 100 cycles (ADJUST_DONE); an advance above
-// 5000 ns is set to 0 and tuning stops. Returns the new advance; *done is set
-// when tuning has ended.
+// good once an error is under 100 cycles (ADJUST_DONE). An advance above
+// 5000 ns is set to 0 and tuning stops (v4.20..v5.2); with `retry` (v5.3,
+// "Retry tune per-vCPU timer_advance_ns if adaptive tuning goes insane") it
+// goes back to 1000 ns and tuning resumes. Returns the new advance; *done is
+// set when tuning has ended.
 inline constexpr std::int64_t LAPIC_TIMER_ADVANCE_ADJUST_DONE = 100;  // guest cycles
 inline std::int64_t adjust_lapic_timer_advance_until_done(std::int64_t advance_ns,
                                                           std::int64_t delta,
-                                                          std::uint64_t virtual_tsc_khz,
-                                                          bool* done) {
+                                                          std::uint64_t virtual_tsc_khz, bool* done,
+                                                          bool retry = false) {
   const std::int64_t mag = delta < 0 ? -delta : delta;
   const auto ns =
       static_cast<std::int64_t>(static_cast<std::uint64_t>(mag) * 1000000u / virtual_tsc_khz);
@@ -121,18 +123,19 @@ inline std::int64_t adjust_lapic_timer_advance_until_done(std::int64_t advance_n
   advance_ns += delta < 0 ? -step : step;
   if (mag < LAPIC_TIMER_ADVANCE_ADJUST_DONE) *done = true;
   if (advance_ns > LAPIC_TIMER_ADVANCE_NS_MAX) {
-    advance_ns = 0;
-    *done = true;
+    advance_ns = retry ? LAPIC_TIMER_ADVANCE_NS_INIT : 0;
+    *done = !retry;
   }
   return advance_ns;
 }
 
 // Which kernels' adaptive advance (kvm.lapic_timer_advance_tuning):
-// until_done (v4.20..v5.3: spin first, then adjust with the rule above),
+// until_done (v4.20..v5.2: spin first, then adjust with the rule above),
+// until_done_retry (v5.3: the same, with the rule's retry),
 // spin_then_tune (v5.4..v5.13, "Tune lapic_timer_advance_ns smoothly" and
 // the loosened filter: spin first, then adjust_lapic_timer_advance()) or
 // always (v5.14+: adjust_lapic_timer_advance(), re-read the TSC, spin).
-enum class AdvanceTuning : std::uint8_t { Always, UntilDone, SpinThenTune };
+enum class AdvanceTuning : std::uint8_t { Always, UntilDone, UntilDoneRetry, SpinThenTune };
 
 struct WaitLapicExpireStats {
   std::uint64_t calls = 0, early = 0, late = 0;

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 
+#include "sim/core/params.h"
 #include "sim/lapic/lapic.h"
+#include "sim/model_params.h"
 
 using namespace kvmsim;
 
@@ -90,4 +92,55 @@ TEST_CASE("v4.20 rule: step min(error, advance/8), stop within 100 cycles, above
   }
   CHECK(adv == 0);
   CHECK(n < 40);
+}
+
+TEST_CASE(
+    "v5.3 rule: past 5000 ns the advance goes back to 1000 ns and tuning resumes, until an "
+    "error under 100 cycles ends it",
+    "[lapic][advance]") {
+  bool done = false;
+  CHECK(adjust_lapic_timer_advance_until_done(4900, 1600, kKhz, &done, true) ==
+        LAPIC_TIMER_ADVANCE_NS_INIT);
+  CHECK_FALSE(done);
+  // Below the cap it is the v4.20 rule, step for step.
+  bool done_old = false;
+  CHECK(adjust_lapic_timer_advance_until_done(1000, 1600, kKhz, &done, true) ==
+        adjust_lapic_timer_advance_until_done(1000, 1600, kKhz, &done_old));
+  // Late by a steady 2850 cycles: the v4.20 rule switches the advance off; the
+  // v5.3 rule keeps cycling between 1000 and 5000 ns, never done, never 0.
+  std::int64_t adv = LAPIC_TIMER_ADVANCE_NS_INIT;
+  done = false;
+  int resets = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::int64_t next =
+        adjust_lapic_timer_advance_until_done(adv, 2850, 3400000, &done, true);
+    resets += next < adv;
+    adv = next;
+  }
+  CHECK_FALSE(done);
+  CHECK(resets > 10);
+  CHECK(adv >= LAPIC_TIMER_ADVANCE_NS_INIT);
+  CHECK(adv <= LAPIC_TIMER_ADVANCE_NS_MAX);
+  // Then an error under 100 cycles ends tuning, after a last step of that
+  // error (50 cycles at 3.4 GHz = 14 ns).
+  const std::int64_t settled = adjust_lapic_timer_advance_until_done(adv, 50, 3400000, &done, true);
+  CHECK(done);
+  CHECK(settled == adv + 14);
+}
+
+TEST_CASE(
+    "host.kernel picks the adaptive-advance rule: until_done to v5.2, the retry in v5.3, "
+    "spin_then_tune from v5.4",
+    "[lapic][advance][era]") {
+  const auto rule = [](const char* kernel) {
+    ParamSet set(model_params());
+    set.set_text("host.kernel", kernel, "test");
+    apply_kernel_eras(set);
+    return set.s("kvm.lapic_timer_advance_tuning");
+  };
+  CHECK(rule("4.20") == "until_done");
+  CHECK(rule("5.2") == "until_done");
+  CHECK(rule("5.3") == "until_done_retry");
+  CHECK(rule("5.4") == "spin_then_tune");
+  CHECK(rule("5.14") == "always");
 }

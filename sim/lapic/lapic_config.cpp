@@ -52,9 +52,10 @@ LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
                     ? WaitLapicExpireSite::VcpuEnterGuest
                     : WaitLapicExpireSite::VmxVcpuRun;
   const std::string& tuning = p.s("kvm.lapic_timer_advance_tuning");
-  l.tuning = tuning == "until_done"       ? AdvanceTuning::UntilDone
-             : tuning == "spin_then_tune" ? AdvanceTuning::SpinThenTune
-                                          : AdvanceTuning::Always;
+  l.tuning = tuning == "until_done"         ? AdvanceTuning::UntilDone
+             : tuning == "until_done_retry" ? AdvanceTuning::UntilDoneRetry
+             : tuning == "spin_then_tune"   ? AdvanceTuning::SpinThenTune
+                                            : AdvanceTuning::Always;
   l.expired_inject = p.b("kvm.apic_timer_expired_inject");
   return l;
 }

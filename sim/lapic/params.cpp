@@ -14,8 +14,8 @@ void declare_lapic_params(ParamRegistry& r) {
              {"vmx_vcpu_run", "vcpu_enter_guest"},
              "Where kvm_wait_lapic_expire() runs: right before the world switch (v5.3+) or at "
              "the end of vcpu_enter_guest() before vmx_vcpu_run() (earlier kernels)."});
-  r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "spin_then_tune", "until_done"},
-             "Adaptive advance rule of __kvm_wait_lapic_expire(): until_done (v4.20..v5.3: spin, then step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop), spin_then_tune (v5.4..v5.13: spin, then tune by 1/8 of each 100..10000-cycle error, never stop, above 5000 ns back to 1000) or always (v5.14+: the same tuning first, re-read the TSC, then spin)."});
+  r.declare({"kvm.lapic_timer_advance_tuning", ParamType::String, "always", "", {}, {}, {"always", "spin_then_tune", "until_done", "until_done_retry"},
+             "Adaptive advance rule of __kvm_wait_lapic_expire(): until_done (v4.20..v5.2: spin, then step min(error, advance/8), stop once within 100 cycles, above 5000 ns set 0 and stop), until_done_retry (v5.3: the same, but above 5000 ns back to 1000 ns and tuning resumes), spin_then_tune (v5.4..v5.13: spin, then tune by 1/8 of each 100..10000-cycle error, never stop, above 5000 ns back to 1000) or always (v5.14+: the same tuning first, re-read the TSC, then spin)."});
   r.declare({"kvm.hv_timer_advance", ParamType::Bool, "true", "bool", {}, {}, {},
              "vmx_set_hv_timer() subtracts the advance (c5ce8235cffa, v4.18+; false = older kernels)."});
   r.declare({"kvm.apic_timer_expired_inject", ParamType::Bool, "true", "bool", {}, {}, {},
@@ -80,6 +80,9 @@ void declare_lapic_eras(ParamRegistry& r) {
               {"4.20", "-1", "3b8a5df6c4dc (v4.20): tuned automatically from 1000 ns"}});
   r.set_eras("kvm.lapic_timer_advance_tuning", "host.kernel",
              {{"4.0", "until_done", "3b8a5df6c4dc (v4.20): tuning ends once within 100 cycles"},
+              {"5.3", "until_done_retry",
+               "v5.3 'Retry tune per-vCPU timer_advance_ns if adaptive tuning goes insane': "
+               "above 5000 ns back to 1000 ns, tuning resumes"},
               {"5.4", "spin_then_tune",
                "v5.4 'Tune lapic_timer_advance_ns smoothly' + loosened filter: continuous, "
                "errors of 100..10000 cycles, spin then adjust"},
