@@ -93,6 +93,14 @@ Pcpu& Host::pcpu(int cpu) {
   return *slot;
 }
 
+void Host::add_thread(HostThread* t) {
+  const auto [it, added] = threads_.emplace(t->se().id, t);
+  if (!added)
+    throw std::logic_error(fmt::format("host thread {}-{}: pid taken by {}", t->comm(), t->se().id,
+                                       it->second->comm()));
+  t->se().owner = t;  // thread_of() without a lookup: it runs at every pick
+}
+
 HostThread* Host::thread_of(const SchedEntity& se) {
   return static_cast<HostThread*>(se.owner);  // set by add_thread()
 }

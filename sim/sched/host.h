@@ -52,10 +52,9 @@ class Host : public MetricSource {
 
   // A thread the host runs (owned by the caller). Threads are started with
   // start_thread() when the run begins.
-  void add_thread(HostThread* t) {
-    threads_[t->se().id] = t;
-    t->se().owner = t;  // thread_of() without a lookup: it runs at every pick
-  }
+  // Its pid (SchedEntity::id) must be unique: it names the thread in the
+  // traces and breaks vruntime ties (sim/sched/pids.h).
+  void add_thread(HostThread* t);
   [[nodiscard]] static HostThread* thread_of(const SchedEntity& se);
   // Creates the pCPUs that some thread may run on and that do not exist yet.
   void finalize();

@@ -4,12 +4,10 @@
 
 #include "sim/sched/host.h"
 #include "sim/sched/host_tick.h"
+#include "sim/sched/pids.h"
 
 namespace kvmsim {
 namespace {
-
-// The kthreads' pids: above any vCPU thread's, hog's or kworker's.
-constexpr int kKthreadPid = 1000000;
 
 // A timer's phase against the run: the kernel armed it at the pCPU's boot.
 Tsc boot_phase(const ParamSet& p, const std::string& name, Tsc period) {
@@ -45,7 +43,7 @@ std::vector<std::unique_ptr<HostTask>> make_kernel_timers(const ParamSet& p, Hos
       // The FIFO / stop-class kthread preempts at once; nice -20 does so
       // in the model's fair-class scheduler.
       threads.push_back(std::make_unique<HostKworker>(
-          fmt::format(stopper ? "migration/{}" : "watchdog/{}", c), kKthreadPid + c, -20,
+          fmt::format(stopper ? "migration/{}" : "watchdog/{}", c), pids::kKthreadBase + c, -20,
           "watchdog_timer_fn", c, softlockup_period,
           boot_phase(p, fmt::format("pcpu{}.softlockup", c), softlockup_period),
           p.dist("cost.host.softlockup").bind(clk)));

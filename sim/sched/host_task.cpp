@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "sim/sched/pids.h"
+
 namespace kvmsim {
 
 HostCpuHog::HostCpuHog(int index, int nice, CpuMask allowed, Tsc chunk)
-    : HostTask("stress-ng", 3000 + index, nice, std::move(allowed)), chunk_(chunk) {}
+    : HostTask("stress-ng", pids::kHogBase + index, nice, std::move(allowed)), chunk_(chunk) {}
 
 void HostCpuHog::start(Host& host) { host.start_thread(this, -1, 0); }
 
@@ -17,8 +19,8 @@ void HostCpuHog::run(Pcpu& cpu, Tsc now) {
 }
 
 HostKworker::HostKworker(int cpu, Tsc period, Tsc phase, Sampler work)
-    : HostKworker(fmt::format("kworker/{}:1", cpu), 4000 + cpu, 0, "kworker_timer", cpu, period,
-                  phase, std::move(work)) {}
+    : HostKworker(fmt::format("kworker/{}:1", cpu), pids::kKworkerBase + cpu, 0, "kworker_timer",
+                  cpu, period, phase, std::move(work)) {}
 
 HostKworker::HostKworker(std::string comm, int pid, int nice, std::string timer, int cpu,
                          Tsc period, Tsc phase, Sampler work)

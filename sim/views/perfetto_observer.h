@@ -41,6 +41,7 @@
 #include "sim/core/observer.h"
 #include "sim/core/stage.h"
 #include "sim/core/time.h"
+#include "sim/sched/pids.h"
 #include "sim/views/vcpu_mode.h"
 #include "sim/vmx/exit_reason.h"
 
@@ -56,7 +57,7 @@ struct ViewVcpu {
 class PerfettoObserver : public Observer {
  public:
   static constexpr int kPcpuPidBase = 100;
-  static constexpr int kVcpuPidBase = 1000;
+  static constexpr int kVcpuPidBase = pids::kVcpuBase;
   static constexpr int kVcpuTimerTidBase = 2000;
   static constexpr std::uint64_t kMaxBytes = 64ULL << 20;
 

@@ -8,6 +8,7 @@
 #include "sim/core/invariants.h"
 #include "sim/core/params.h"
 #include "sim/sched/host.h"
+#include "sim/sched/pids.h"
 #include "sim/vmx/exit_handlers.h"
 
 namespace kvmsim {
@@ -28,8 +29,8 @@ VmxConfig VmxConfig::from(const ParamSet& p, const TscClock& clk) {
 
 Vcpu::Vcpu(int vcpu_id, int vm_id, Pcpu& pcpu, CpuMask allowed, const VcpuCosts& costs,
            const VmxConfig& vmx, LapicConfig lapic_cfg, LapicCosts lapic_costs, TscScaling tsc)
-    : VcpuRunLoop("CPU " + std::to_string(vcpu_id) + "/KVM", 1000 + vcpu_id, std::move(allowed),
-                  vcpu_id, pcpu, costs, vmx),
+    : VcpuRunLoop("CPU " + std::to_string(vcpu_id) + "/KVM", pids::kVcpuBase + vcpu_id,
+                  std::move(allowed), vcpu_id, pcpu, costs, vmx),
       vm_id_(vm_id),
       kvm_signals_(pcpu.ctx().signals.get<KvmSignals>()),
       tsc_(tsc),

@@ -4,10 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
+#include <variant>
 
 #include "sim/checks/sched_invariants.h"
+#include "sim/sched/pids.h"
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/traced_run.h"
 
 using namespace kvmsim::test;
 
@@ -214,4 +219,28 @@ TEST_CASE(
       base + " --set vm.cgroup=per_vm --set vm.cpu_shares=256 --set host.hog.cgroup=own");
   CHECK(fp(in_cgroup) == fp(cgroup_only));
   CHECK(fp(in_cgroup) != fp(autogroup));
+}
+
+TEST_CASE(
+    "pids: 2304 vCPU threads beside host CPU hogs each have their own pid, which names one "
+    "thread in the trace (sim/sched/pids.h ranges)",
+    "[cli][sched]") {
+  // vCPU 2000's pid, 1000 + 2000, was the first hog's (3000 + 0) before the
+  // ranges were made disjoint: the two threads shared a scheduling entity id.
+  const auto run = traced_run("pids",
+                              "scenarios/ebizzy_multi_vm.yaml --set vm.count=9 --set vm.vcpus=256 "
+                              "--set host.hog.count=2 --set sim.max_simulated_s=0.002");
+  std::map<int, std::set<std::string>> comms;
+  for (const auto& e : run.events) {
+    if (const auto* s = std::get_if<kvmsim::trace::SchedSwitch>(&e.data)) {
+      if (s->prev_pid != 0) comms[s->prev_pid].insert(s->prev_comm);
+      if (s->next_pid != 0) comms[s->next_pid].insert(s->next_comm);
+    }
+  }
+  std::size_t shared = 0;
+  for (const auto& [pid, names] : comms) shared += names.size() > 1;
+  CHECK(shared == 0);
+  // Both kinds ran: the hogs and vCPU threads with ids past 2000.
+  CHECK(comms.count(kvmsim::pids::kHogBase) == 1);
+  CHECK(comms.count(kvmsim::pids::kVcpuBase + 2000) == 1);
 }
