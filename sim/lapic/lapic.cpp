@@ -305,6 +305,7 @@ void KvmLapic::sync_pv_eoi_from_guest(Tsc now) {
   if (!pv_eoi_pending_) return;
   pv_eoi_pending_ = false;
   signals_.kvm_eoi(vcpu_.id(), pv_eoi_vector_, now);
+  signals_.kvm_pv_eoi(vcpu_.id(), pv_eoi_vector_, now);
 }
 
 int KvmLapic::ack_interrupt() {

@@ -27,6 +27,9 @@ struct LapicSignals {
   // or a PV EOI that KVM reads back at the next exit; -1 if nothing was in
   // service (the kernel traces that too): (vcpu, vector, t).
   Signal<int, int, Tsc> kvm_eoi;
+  // kvm_pv_eoi: apic_sync_pv_eoi_from_guest() after the apic_set_eoi() of a
+  // PV EOI (its kvm_eoi): (vcpu, vector, t).
+  Signal<int, int, Tsc> kvm_pv_eoi;
 };
 
 }  // namespace kvmsim

@@ -110,6 +110,10 @@ void payload(std::string& s, const KvmEoi& e) {
   fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
 }
 
+void payload(std::string& s, const KvmPvEoi& e) {
+  fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
+}
+
 void payload(std::string& s, const SchedSwitch& e) {
   fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
                  e.prev_state, e.next_comm, e.next_pid, e.next_prio);
@@ -159,6 +163,7 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmHypercall>) return "kvm_hypercall";
         if constexpr (std::is_same_v<T, KvmInjVirq>) return "kvm_inj_virq";
         if constexpr (std::is_same_v<T, KvmEoi>) return "kvm_eoi";
+        if constexpr (std::is_same_v<T, KvmPvEoi>) return "kvm_pv_eoi";
         if constexpr (std::is_same_v<T, KvmPleWindow>) return "kvm_ple_window";
         if constexpr (std::is_same_v<T, KvmPleWindowUpdate>) return "kvm_ple_window_update";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
@@ -294,6 +299,11 @@ void TraceWriter::kvm_inj_virq(std::int64_t ts_ns, const TraceTask& task, int cp
 
 void TraceWriter::kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEoi& e) {
   put(ts_ns, task, cpu, "kvm_eoi", e);
+}
+
+void TraceWriter::kvm_pv_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                             const KvmPvEoi& e) {
+  put(ts_ns, task, cpu, "kvm_pv_eoi", e);
 }
 
 void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,

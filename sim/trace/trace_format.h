@@ -24,6 +24,7 @@
 //   [reinjected]":
 //                         v5.19+; before, "irq %u")
 //   kvm_eoi               apicid %x vector %d
+//   kvm_pv_eoi            apicid %x vector %d
 //   kvm_ple_window_update vcpu %u old %u new %u (%s)  (growed if old < new, else shrinked;
 //                         v5.4+, only when the window changes)
 //   kvm_ple_window        vcpu %u: ple_window %d (%s %d)  (new, grow/shrink, old: the
@@ -185,6 +186,13 @@ struct KvmEoi {
   int vector = 0;
 };
 
+// kvm_pv_eoi (apic_sync_pv_eoi_from_guest(): a PV EOI that KVM read back,
+// right after that EOI's kvm_eoi; the same fields).
+struct KvmPvEoi {
+  unsigned apicid = 0;
+  int vector = 0;
+};
+
 struct SchedSwitch {
   std::string prev_comm;
   int prev_pid = 0;
@@ -208,7 +216,7 @@ using TraceEventData =
     std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
                  KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
                  SchedWakeup, KvmApicIpi, KvmHypercall, KvmPleWindow, KvmPleWindowUpdate,
-                 KvmInjVirq, KvmEoi>;
+                 KvmInjVirq, KvmEoi, KvmPvEoi>;
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -258,6 +266,7 @@ class TraceWriter {
   void kvm_hypercall(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmHypercall& e);
   void kvm_inj_virq(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmInjVirq& e);
   void kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEoi& e);
+  void kvm_pv_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPvEoi& e);
   void sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedSwitch& e);
   void sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedWakeup& e);
 
@@ -334,6 +343,9 @@ inline bool operator==(const KvmInjVirq& a, const KvmInjVirq& b) {
          std::tie(b.vector, b.soft, b.reinjected, b.legacy);
 }
 inline bool operator==(const KvmEoi& a, const KvmEoi& b) {
+  return a.apicid == b.apicid && a.vector == b.vector;
+}
+inline bool operator==(const KvmPvEoi& a, const KvmPvEoi& b) {
   return a.apicid == b.apicid && a.vector == b.vector;
 }
 inline bool operator==(const KvmPvTlbFlush& a, const KvmPvTlbFlush& b) {

@@ -66,6 +66,7 @@ void TraceObserver::connect(SignalRegistry& signals) {
   lapic.kvm_apic_accept_ipi.connect<&TraceObserver::on_apic_accept_ipi>(this);
   lapic.kvm_apic_ipi.connect<&TraceObserver::on_apic_ipi>(this);
   lapic.kvm_eoi.connect<&TraceObserver::on_eoi>(this);
+  lapic.kvm_pv_eoi.connect<&TraceObserver::on_pv_eoi>(this);
   auto& sched = signals.get<SchedSignals>();
   sched.sched_switch.connect<&TraceObserver::on_sched_switch>(this);
   sched.sched_wakeup.connect<&TraceObserver::on_sched_wakeup>(this);
@@ -255,6 +256,14 @@ void TraceObserver::on_eoi(int vcpu, int vector, Tsc t) {
   e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]);
   e.vector = vector;
   writer_.kvm_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+}
+
+// kvm_pv_eoi, from apic_sync_pv_eoi_from_guest() after its apic_set_eoi().
+void TraceObserver::on_pv_eoi(int vcpu, int vector, Tsc t) {
+  KvmPvEoi e;
+  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]);
+  e.vector = vector;
+  writer_.kvm_pv_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
 }
 
 }  // namespace kvmsim::trace

@@ -288,6 +288,15 @@ bool parse_eoi(string_view p, KvmEoi& e, std::string& err) {
   return true;
 }
 
+// kvm_pv_eoi: the same fields as kvm_eoi.
+bool parse_pv_eoi(string_view p, KvmPvEoi& e, std::string& err) {
+  KvmEoi eoi;
+  if (!parse_eoi(p, eoi, err)) return fail(err, "kvm_pv_eoi: expected 'apicid X vector N'");
+  e.apicid = eoi.apicid;
+  e.vector = eoi.vector;
+  return true;
+}
+
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from
 // the decoded fields (vector, delivery mode, dest mode, level, trigger,
 // shorthand), which is all the kernel prints of it.
@@ -443,7 +452,7 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 17> kKnown = {"kvm_apic_ipi",
+constexpr std::array<string_view, 18> kKnown = {"kvm_apic_ipi",
                                                 "kvm_exit",
                                                 "kvm_entry",
                                                 "kvm_msr",
@@ -459,7 +468,8 @@ constexpr std::array<string_view, 17> kKnown = {"kvm_apic_ipi",
                                                 "kvm_ple_window",
                                                 "kvm_ple_window_update",
                                                 "kvm_inj_virq",
-                                                "kvm_eoi"};
+                                                "kvm_eoi",
+                                                "kvm_pv_eoi"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -630,6 +640,7 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
   if (event == "kvm_hypercall") return parse_as<KvmHypercall>(p, err, parse_hypercall);
   if (event == "kvm_inj_virq") return parse_as<KvmInjVirq>(p, err, parse_inj_virq);
   if (event == "kvm_eoi") return parse_as<KvmEoi>(p, err, parse_eoi);
+  if (event == "kvm_pv_eoi") return parse_as<KvmPvEoi>(p, err, parse_pv_eoi);
   if (event == "kvm_ple_window") return parse_as<KvmPleWindow>(p, err, parse_ple_window);
   if (event == "kvm_ple_window_update")
     return parse_as<KvmPleWindowUpdate>(p, err, parse_ple_window_update);

@@ -735,3 +735,34 @@ TEST_CASE(
     CHECK(run.count("kvm_eoi") == 0);
   }
 }
+
+TEST_CASE(
+    "tracepoint kvm_pv_eoi: one per PV EOI KVM reads back (apic_sync_pv_eoi_from_guest), right "
+    "after that EOI's kvm_eoi with the same fields, none for a trapped EOI write",
+    "[cli][trace][tracepoint]") {
+  SECTION("a Linux guest without APICv: every EOI but a trapped x2APIC write is a PV EOI") {
+    const Run run = traced_run("pv-eoi", kCyclictestNoApicv);
+    const std::size_t pv = run.count("kvm_pv_eoi");
+    const std::size_t trapped =
+        run.count_if<tr::KvmMsr>([](const tr::KvmMsr& m) { return m.write && m.msr == 0x80b; });
+    CHECK(pv > 0);
+    CHECK(pv + trapped == run.count("kvm_eoi"));
+    std::map<int, const Ev*> last;
+    std::size_t not_after_eoi = 0;
+    for (const Ev& e : run.events) {
+      if (const auto* p = std::get_if<tr::KvmPvEoi>(&e.data)) {
+        const Ev* prev = last[e.pid];
+        const auto* eoi = prev ? std::get_if<tr::KvmEoi>(&prev->data) : nullptr;
+        not_after_eoi +=
+            !(eoi && eoi->vector == p->vector && eoi->apicid == p->apicid && prev->ts == e.ts);
+      }
+      last[e.pid] = &e;
+    }
+    CHECK(not_after_eoi == 0);
+  }
+  SECTION("kvm-unit-tests without APICv: the EOI write traps, no PV EOI") {
+    const Run run = traced_run("pv-eoi-kut", kIpiNoApicv);
+    CHECK(run.count("kvm_eoi") > 0);
+    CHECK(run.count("kvm_pv_eoi") == 0);
+  }
+}
