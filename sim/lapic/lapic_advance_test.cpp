@@ -114,7 +114,7 @@ TEST_CASE(
   for (int i = 0; i < 1000; ++i) {
     const std::int64_t next =
         adjust_lapic_timer_advance_until_done(adv, 2850, 3400000, &done, true);
-    resets += next < adv;
+    resets += next < adv ? 1 : 0;
     adv = next;
   }
   CHECK_FALSE(done);
