@@ -287,10 +287,6 @@ struct PayloadColumns {
     row["apicid"] = e.apicid;
     row["vec"] = e.vector;
   }
-  void operator()(const trace::KvmPvEoi& e) const {
-    row["apicid"] = e.apicid;
-    row["vec"] = e.vector;
-  }
   void operator()(const trace::KvmPleWindow& e) const {
     grow_shrink(e.vcpu, e.grow, e.new_window, e.old_window, "new_window", "old_window");
   }

@@ -110,10 +110,6 @@ void payload(std::string& s, const KvmEoi& e) {
   fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
 }
 
-void payload(std::string& s, const KvmPvEoi& e) {
-  fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
-}
-
 void payload(std::string& s, const SchedSwitch& e) {
   fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
                  e.prev_state, e.next_comm, e.next_pid, e.next_prio);

@@ -187,11 +187,9 @@ struct KvmEoi {
 };
 
 // kvm_pv_eoi (apic_sync_pv_eoi_from_guest(): a PV EOI that KVM read back,
-// right after that EOI's kvm_eoi; the same fields).
-struct KvmPvEoi {
-  unsigned apicid = 0;
-  int vector = 0;
-};
+// right after that EOI's kvm_eoi): kvm_eoi's fields and format, another
+// event. Payload printing, parsing, == and the Python columns are kvm_eoi's.
+struct KvmPvEoi : KvmEoi {};
 
 struct SchedSwitch {
   std::string prev_comm;
@@ -343,9 +341,6 @@ inline bool operator==(const KvmInjVirq& a, const KvmInjVirq& b) {
          std::tie(b.vector, b.soft, b.reinjected, b.legacy);
 }
 inline bool operator==(const KvmEoi& a, const KvmEoi& b) {
-  return a.apicid == b.apicid && a.vector == b.vector;
-}
-inline bool operator==(const KvmPvEoi& a, const KvmPvEoi& b) {
   return a.apicid == b.apicid && a.vector == b.vector;
 }
 inline bool operator==(const KvmPvTlbFlush& a, const KvmPvTlbFlush& b) {

@@ -252,18 +252,14 @@ void TraceObserver::on_inj_virq(int vcpu, std::uint8_t vector, bool reinjected, 
 
 // kvm_eoi, from apic_set_eoi() on the vCPU's own thread.
 void TraceObserver::on_eoi(int vcpu, int vector, Tsc t) {
-  KvmEoi e;
-  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]);
-  e.vector = vector;
-  writer_.kvm_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+  writer_.kvm_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
+                  eoi_fields(vcpu, vector));
 }
 
 // kvm_pv_eoi, from apic_sync_pv_eoi_from_guest() after its apic_set_eoi().
 void TraceObserver::on_pv_eoi(int vcpu, int vector, Tsc t) {
-  KvmPvEoi e;
-  e.apicid = static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]);
-  e.vector = vector;
-  writer_.kvm_pv_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu), e);
+  writer_.kvm_pv_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
+                     KvmPvEoi{eoi_fields(vcpu, vector)});
 }
 
 }  // namespace kvmsim::trace

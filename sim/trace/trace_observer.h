@@ -78,6 +78,10 @@ class TraceObserver : public Observer {
     return static_cast<std::int64_t>(clock_.cycles_to_ns(t));
   }
   [[nodiscard]] int cpu_of(int vcpu) const { return pcpu_[static_cast<std::size_t>(vcpu)]; }
+  // The fields of kvm_eoi and kvm_pv_eoi: the vCPU's APIC ID and the vector.
+  [[nodiscard]] KvmEoi eoi_fields(int vcpu, int vector) const {
+    return {static_cast<unsigned>(apicid_[static_cast<std::size_t>(vcpu)]), vector};
+  }
 
   // The host has the tracepoint that first appeared in `since` (or no version is known).
   [[nodiscard]] bool has_tracepoint(const std::vector<int>& since) const;

@@ -288,13 +288,9 @@ bool parse_eoi(string_view p, KvmEoi& e, std::string& err) {
   return true;
 }
 
-// kvm_pv_eoi: the same fields as kvm_eoi.
+// kvm_pv_eoi: kvm_eoi's fields.
 bool parse_pv_eoi(string_view p, KvmPvEoi& e, std::string& err) {
-  KvmEoi eoi;
-  if (!parse_eoi(p, eoi, err)) return fail(err, "kvm_pv_eoi: expected 'apicid X vector N'");
-  e.apicid = eoi.apicid;
-  e.vector = eoi.vector;
-  return true;
+  return parse_eoi(p, e, err) || fail(err, "kvm_pv_eoi: expected 'apicid X vector N'");
 }
 
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from

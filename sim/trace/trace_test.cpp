@@ -506,7 +506,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(23300, {"CPU 1/KVM", 1001}, 3, KvmInjVirq{236, false, false, true});
   add(24000, {"CPU 1/KVM", 1001}, 3, KvmEoi{1, 236});
   add(24100, {"CPU 1/KVM", 1001}, 3, KvmEoi{0x1a, -1});
-  add(24200, {"CPU 1/KVM", 1001}, 3, KvmPvEoi{1, 236});
+  add(24200, {"CPU 1/KVM", 1001}, 3, KvmPvEoi{{1, 236}});
   add(23000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, true, 8192, 4096});
   add(24000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, false, 4096, 4096});
   add(25000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4096, 8192});
@@ -590,7 +590,7 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   CHECK(format_payload(KvmEoi{0x1a, 236}) == "apicid 1a vector 236");
   CHECK(format_payload(KvmEoi{0, -1}) == "apicid 0 vector -1");
   // kvm_pv_eoi: the same format as kvm_eoi.
-  CHECK(format_payload(KvmPvEoi{0x1a, 236}) == "apicid 1a vector 236");
+  CHECK(format_payload(KvmPvEoi{{0x1a, 236}}) == "apicid 1a vector 236");
   // kvm_ple_window (v4.16 trace.h): "vcpu %u: ple_window %d (%s %d)", new then old, on
   // every call: with ple_window_shrink 0 each sched-in prints a shrink to the same 4096.
   CHECK(format_payload(KvmPleWindow{0, false, 4096, 4096}) ==

@@ -72,6 +72,20 @@ std::size_t count_outside_exit_spans(const Run& run, const std::string& event) {
   return outside;
 }
 
+// How many events that `is_target` picks follow, on their thread, an event
+// that `ok(prev, e)` rejects (prev: the thread's previous event, null for
+// its first).
+template <class Target, class Ok>
+std::size_t count_not_after(const Run& run, Target is_target, Ok ok) {
+  std::map<int, const Ev*> last;  // pid -> the thread's previous event
+  std::size_t bad = 0;
+  for (const Ev& e : run.events) {
+    if (is_target(e)) bad += ok(last[e.pid], e) ? 0 : 1;
+    last[e.pid] = &e;
+  }
+  return bad;
+}
+
 // Short runs of the shipped scenarios.
 const std::string kTscdeadline =
     "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300";
@@ -711,14 +725,14 @@ TEST_CASE(
     // The IPI vector, ended in service (never -1), traced just before the
     // write's kvm_msr of the same thread.
     CHECK(run.count_if<tr::KvmEoi>([](const tr::KvmEoi& e) { return e.vector == 32; }) == eois);
-    std::map<int, const Ev*> last;
-    std::size_t not_before_msr = 0;
-    for (const Ev& e : run.events) {
-      if (const auto* m = std::get_if<tr::KvmMsr>(&e.data); m && m->msr == 0x80b)
-        not_before_msr += !(last[e.pid] && last[e.pid]->event == "kvm_eoi");
-      last[e.pid] = &e;
-    }
-    CHECK(not_before_msr == 0);
+    const auto is_eoi_write = [](const Ev& e) {
+      const auto* m = std::get_if<tr::KvmMsr>(&e.data);
+      return m && m->msr == 0x80b;
+    };
+    const auto after_eoi = [](const Ev* prev, const Ev&) {
+      return prev && prev->event == "kvm_eoi";
+    };
+    CHECK(count_not_after(run, is_eoi_write, after_eoi) == 0);
   }
   SECTION("a Linux guest without APICv: PV EOI, read back at the next exit") {
     const Run run = traced_run("eoi-pv", kCyclictestNoApicv);
@@ -747,18 +761,13 @@ TEST_CASE(
         run.count_if<tr::KvmMsr>([](const tr::KvmMsr& m) { return m.write && m.msr == 0x80b; });
     CHECK(pv > 0);
     CHECK(pv + trapped == run.count("kvm_eoi"));
-    std::map<int, const Ev*> last;
-    std::size_t not_after_eoi = 0;
-    for (const Ev& e : run.events) {
-      if (const auto* p = std::get_if<tr::KvmPvEoi>(&e.data)) {
-        const Ev* prev = last[e.pid];
-        const auto* eoi = prev ? std::get_if<tr::KvmEoi>(&prev->data) : nullptr;
-        not_after_eoi +=
-            !(eoi && eoi->vector == p->vector && eoi->apicid == p->apicid && prev->ts == e.ts);
-      }
-      last[e.pid] = &e;
-    }
-    CHECK(not_after_eoi == 0);
+    const auto is_pv_eoi = [](const Ev& e) { return e.event == "kvm_pv_eoi"; };
+    // The previous event is its kvm_eoi: same time, same fields.
+    const auto after_its_eoi = [](const Ev* prev, const Ev& e) {
+      const auto* eoi = prev ? std::get_if<tr::KvmEoi>(&prev->data) : nullptr;
+      return eoi && *eoi == std::get<tr::KvmPvEoi>(e.data) && prev->ts == e.ts;
+    };
+    CHECK(count_not_after(run, is_pv_eoi, after_its_eoi) == 0);
   }
   SECTION("kvm-unit-tests without APICv: the EOI write traps, no PV EOI") {
     const Run run = traced_run("pv-eoi-kut", kIpiNoApicv);
