@@ -63,6 +63,9 @@ struct Options {
   std::string list;
   std::string kvmsim;
   std::string vs;  // a second CLI (another build) timed in the same rounds
+  // --vs-scenarios DIR: the --vs CLI runs DIR/<file> (its own tree's scenarios, which
+  // may lack keys this tree's files use); empty: the same files as this CLI.
+  std::string vs_scenarios;
   std::string out_dir;
   bool raw_only = false;
   bool no_perf = false;
@@ -100,6 +103,7 @@ class UsageError : public std::runtime_error {
 void PrintUsage(std::ostream& os) {
   os << "usage: kvmsim-bench [--repeat N] [--only NAME[,NAME...]] [--set key=value]...\n"
         "                    [--raw-events N] [--json FILE] [--list FILE] [--kvmsim PATH]\n"
+        "                    [--vs PATH [--vs-scenarios DIR]]\n"
         "                    [--out DIR] [--raw-only] [--no-perf]\n"
         "       kvmsim-bench --scale [N,N,...] [--scale-vm-vcpus G] [--set key=value]...\n"
         "                    [--timeout S] [--json FILE] [--kvmsim PATH] [--out DIR]\n"
@@ -127,6 +131,9 @@ void PrintUsage(std::ostream& os) {
         "  --kvmsim PATH   the CLI (default: kvmsim beside this binary)\n"
         "  --vs PATH       also time a second CLI (e.g. a build of the base commit) on every\n"
         "                  scenario, in the same rounds; its rows are NAME@vs\n"
+        "  --vs-scenarios DIR  the --vs CLI runs each list entry's file under DIR (the\n"
+        "                  other build's source tree), not this tree's: for scenario\n"
+        "                  files that use parameters the other build does not know\n"
         "  --out DIR       run directories (default: bench-out beside this binary)\n"
         "  --raw-only      measure the raw loop only\n"
         "  --no-perf       do not wrap the runs in perf stat\n"
@@ -227,6 +234,9 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "--vs") {
       opt.vs = value();
       opt.list_mode_flags.push_back(a);
+    } else if (a == "--vs-scenarios") {
+      opt.vs_scenarios = value();
+      opt.list_mode_flags.push_back(a);
     } else if (a == "--out") {
       opt.out_dir = value();
     } else if (a == "--raw-only") {
@@ -244,6 +254,7 @@ Options ParseArgs(int argc, char** argv) {
   if (opt.scale && !opt.list_mode_flags.empty())
     throw UsageError("--scale does not take " + opt.list_mode_flags.front() +
                      " (it runs each point once, on its own workload)");
+  if (!opt.vs_scenarios.empty() && opt.vs.empty()) throw UsageError("--vs-scenarios needs --vs");
   if (!opt.scale && !opt.scale_mode_flags.empty())
     throw UsageError(opt.scale_mode_flags.front() + " needs --scale");
   return opt;
@@ -597,10 +608,16 @@ int DriverMode(const Options& opt) {
           base.name += "@vs";
           base.group += "@vs";
           base.cli = opt.vs;
+          std::string base_file = files[i];
+          if (!opt.vs_scenarios.empty() && !base.file.empty() && base.file[0] != '/') {
+            base_file = opt.vs_scenarios + "/" + base.file;
+            if (!IsFile(base_file))
+              problems += "  " + base.name + ": scenario not found: " + base_file + "\n";
+          }
           both.push_back(scenarios[i]);
           both.push_back(std::move(base));
           both_files.push_back(files[i]);
-          both_files.push_back(files[i]);
+          both_files.push_back(base_file);
         }
         scenarios = std::move(both);
         files = std::move(both_files);

@@ -114,6 +114,51 @@ TEST_CASE("kvmsim-bench refuses a bad scenario list or selection, naming the fil
   CHECK(r.output.find("--repeat needs a positive integer") != std::string::npos);
 }
 
+// --vs-scenarios DIR: the --vs CLI runs the list's file under DIR (an older tree's
+// scenarios), this CLI its own. The other tree's copy of t2 asks for 150 latencies, so
+// the two runs' summaries tell which file each ran.
+TEST_CASE("kvmsim-bench --vs-scenarios runs the --vs CLI on the other tree's scenario files",
+          "[cli][bench]") {
+  REQUIRE(std::filesystem::exists(bench_binary()));
+  const auto dir = out_dir("bench-vs-tree");
+  const auto tree = dir / "tree";
+  std::filesystem::create_directories(tree / "scenarios");
+  std::filesystem::copy(
+      std::string(KVMSIM_SOURCE_DIR) + "/scenarios/platforms", tree / "scenarios" / "platforms",
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  {
+    std::ifstream in(std::string(KVMSIM_SOURCE_DIR) + "/scenarios/tscdeadline_latency.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const auto at = yaml.find("size: 10000");
+    REQUIRE(at != std::string::npos);
+    yaml.replace(at, 11, "size: 150");
+    std::ofstream(tree / "scenarios" / "tscdeadline_latency.yaml") << yaml;
+  }
+  const auto r = run_bench("--repeat 1 --only t2 --raw-events 100000 --no-perf --vs " +
+                           std::string(KVMSIM_BINARY) + " --vs-scenarios " + tree.string() +
+                           " --out " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_json(dir / "t2" / "summary.json").at("metrics").at("tscdeadline_latency.samples") ==
+        10000);
+  CHECK(read_json(dir / "t2@vs" / "summary.json").at("metrics").at("tscdeadline_latency.samples") ==
+        150);
+  CHECK(r.output.find("against --vs") != std::string::npos);
+
+  // A file the other tree lacks, and the option without --vs, are refused.
+  std::filesystem::remove(tree / "scenarios" / "tscdeadline_latency.yaml");
+  auto bad = run_bench("--only t2 --no-perf --vs " + std::string(KVMSIM_BINARY) +
+                       " --vs-scenarios " + tree.string() + " --out " + dir.string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("t2@vs: scenario not found: " + tree.string() +
+                        "/scenarios/tscdeadline_latency.yaml") != std::string::npos);
+  bad = run_bench("--only t2 --vs-scenarios " + tree.string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--vs-scenarios needs --vs") != std::string::npos);
+}
+
 // --scale: the cost-growth law. Three small points at a short simulated time: a row
 // per point, events growing with the vCPUs, the fitted exponent printed and finite (its
 // value is not pinned: timings are noisy here). The sizes are 8, 32 and 128: at 0.05 s
