@@ -105,6 +105,38 @@ TEST_CASE("GuestClockevent: a guest before v4.11 leaves the stale deadline armed
   CHECK(m.system().vcpus().front()->lapic().masked_expiries() == 0);
 }
 
+TEST_CASE(
+    "GuestClockevent: the idle guest's timers never fall due during hrtimer_interrupt() (no "
+    "-ETIME retry)",
+    "[model][guest_kernel]") {
+  // Its own timers cost ~1 us and fall due milliseconds apart: no pass of
+  // hrtimer_interrupt() ends after the next expiry.
+  InProcessModel m("scenarios/halt_poll_idle.yaml", idle_guest({"guest.nohz=false"}));
+  const GuestKernel& k = run_idle_guest(m);
+  CHECK(k.clockevent().stats().retries == 0);
+  CHECK(k.irq().stats().interrupts >= k.tick().stats().ticks);
+}
+
+TEST_CASE(
+    "GuestClockevent: a timer due by the end of hrtimer_interrupt() runs in the same interrupt "
+    "(-ETIME retry), three retries at most",
+    "[model][guest_kernel]") {
+  // A tick whose work (2 ms) outlasts its period (1 ms): each pass ends past
+  // the next tick, so hrtimer_interrupt() runs the queues again, up to its
+  // three retries; then it programs the (expired) deadline and leaves. Four
+  // ticks per interrupt, one deadline write per interrupt.
+  InProcessModel m("scenarios/halt_poll_idle.yaml",
+                   idle_guest({"guest.nohz=false", "guest.hz=1000", "cost.guest.tick=2ms",
+                               "sim.max_simulated_s=0.1"}));
+  const GuestKernel& k = run_idle_guest(m);
+  const std::uint64_t irqs = k.irq().stats().interrupts;
+  REQUIRE(irqs > 5);
+  CHECK(k.clockevent().stats().retries == 3 * irqs);
+  CHECK(k.tick().stats().ticks == 4 * irqs);
+  // One write per interrupt, plus the boot-time arms (tick and two watchdogs).
+  CHECK(k.clockevent().stats().programs <= irqs + 3);
+}
+
 TEST_CASE("GuestIrq: before v4.8 every tick raises TIMER_SOFTIRQ, run at irq_exit()",
           "[model][guest_kernel]") {
   InProcessModel m("scenarios/halt_poll_idle.yaml",

@@ -28,18 +28,37 @@ void GuestClockevent::cancel(GuestHrtimer* t) {
   program();
 }
 
-Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now) {
+Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent) {
   programmed_ = kFired;  // the clockevent is unarmed, but not shut down
   in_hrtirq_ = true;
   Tsc cost = 0;
-  for (;;) {
-    auto it = std::min_element(timers_.begin(), timers_.end(),
-                               [](auto* a, auto* b) { return a->expires < b->expires; });
-    if (it == timers_.end() || (*it)->expires > gnow) break;
-    GuestHrtimer* t = *it;
-    timers_.erase(it);
-    t->queued = false;
-    cost += t->fn(k_, now);
+  // hrtimer_update_base(): one "now" per pass, which the callbacks see too
+  // (hrtimer_forward_now() re-arms a periodic timer past it).
+  std::uint64_t basenow = gnow;
+  Tsc hnow = now;
+  for (unsigned pass = 1;; ++pass) {
+    for (;;) {
+      auto it = std::min_element(timers_.begin(), timers_.end(),
+                                 [](auto* a, auto* b) { return a->expires < b->expires; });
+      if (it == timers_.end() || (*it)->expires > basenow) break;
+      GuestHrtimer* t = *it;
+      timers_.erase(it);
+      t->queued = false;
+      cost += t->fn(k_, hnow);
+    }
+    // tick_program_event(next, 0): clockevents_program_event() refuses an
+    // expiry at or before ktime_get() with -ETIME, and hrtimer_interrupt()
+    // runs the queues again with a fresh now ("goto retry"), so a timer that
+    // fell due while the callbacks ran is served in this interrupt, with no
+    // TSC-deadline write and no second injection. After three retries the
+    // kernel's hang path programs a delay instead; the model then writes the
+    // expired deadline as before (KVM fires it at once).
+    const std::uint64_t next = next_expiry();
+    const Tsc end = now + spent + cost;
+    if (next == 0 || next > k_.guest_tsc(end) || pass > kHrtimerRetries) break;
+    hnow = end;
+    basenow = k_.guest_tsc(end);
+    ++stats_.retries;
   }
   in_hrtirq_ = false;
   program();  // queues WRMSR steps in the handler if a timer is left

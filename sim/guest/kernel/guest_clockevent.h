@@ -25,11 +25,15 @@ class GuestClockevent {
   void start(GuestHrtimer* t, std::uint64_t expires);
   // hrtimer_cancel() of a queued timer, then the same reprogram check.
   void cancel(GuestHrtimer* t);
-  // hrtimer_interrupt(): the device fired; run every timer expired at guest
-  // TSC `gnow` (their callbacks may re-queue; no reprogramming meanwhile),
-  // then program the next expiry or shut the device down. Returns the
-  // callbacks' extra cost.
-  Tsc hrtimer_interrupt(std::uint64_t gnow, Tsc now);
+  // hrtimer_interrupt(): the device fired at host time `now` (guest TSC
+  // `gnow`) and the handler has spent `spent` cycles; run every timer expired
+  // at `gnow` (their callbacks may re-queue; no reprogramming meanwhile),
+  // again while the next expiry has passed by the time the pass ends, then
+  // program the next expiry or shut the device down. Returns the callbacks'
+  // extra cost.
+  Tsc hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent);
+  // hrtimer_interrupt()'s retries before its hang path (kernel/time/hrtimer.c).
+  static constexpr unsigned kHrtimerRetries = 3;
 
   // The earliest expiry of the queued timers other than `except` (0: none).
   [[nodiscard]] std::uint64_t next_expiry(const GuestHrtimer* except = nullptr) const;
@@ -45,6 +49,7 @@ class GuestClockevent {
     std::uint64_t programs = 0;   // TSC-deadline writes (lapic_next_deadline())
     std::uint64_t shutdowns = 0;  // lapic_timer_shutdown() with the last timer gone
     std::uint64_t rearms = 0;     // lapic_timer_set_oneshot() after a shutdown
+    std::uint64_t retries = 0;    // hrtimer_interrupt() passes after an -ETIME
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
 

@@ -68,7 +68,7 @@ std::optional<GuestStep> GuestIrq::handler(Tsc now) {
   Tsc cost = k_.costs_.hrtimer_interrupt(k_.rng_);
   const std::uint64_t gnow = k_.guest_tsc(now);
   k_.idle_.timer_interrupt(gnow, k_.clockevent_.programmed());
-  cost += k_.clockevent_.hrtimer_interrupt(gnow, now);  // queues WRMSRs here if a timer is left
+  cost += k_.clockevent_.hrtimer_interrupt(gnow, now, cost);  // queues WRMSRs if a timer is left
   return GuestStep::run(Stage::GuestHrtimerInterrupt, cost);
 }
 
