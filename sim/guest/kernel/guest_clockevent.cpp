@@ -36,7 +36,7 @@ Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent) {
   // (hrtimer_forward_now() re-arms a periodic timer past it).
   std::uint64_t basenow = gnow;
   Tsc hnow = now;
-  for (unsigned pass = 1;; ++pass) {
+  for (unsigned attempt = 1;; ++attempt) {
     for (;;) {
       auto it = std::min_element(timers_.begin(), timers_.end(),
                                  [](auto* a, auto* b) { return a->expires < b->expires; });
@@ -50,17 +50,28 @@ Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent) {
     // expiry at or before ktime_get() with -ETIME, and hrtimer_interrupt()
     // runs the queues again with a fresh now ("goto retry"), so a timer that
     // fell due while the callbacks ran is served in this interrupt, with no
-    // TSC-deadline write and no second injection. After three retries the
-    // kernel's hang path programs a delay instead; the model then writes the
-    // expired deadline as before (KVM fires it at once).
+    // TSC-deadline write and no second injection.
     const std::uint64_t next = next_expiry();
     const Tsc end = now + spent + cost;
-    if (next == 0 || next > k_.guest_tsc(end) || pass > kHrtimerRetries) break;
+    const std::uint64_t gend = k_.guest_tsc(end);
+    if (next == 0 || next > gend) break;
+    if (attempt == kHrtimerAttempts) {
+      // The hang path: program the device as far past now as the interrupt
+      // took (at most 100 ms) and, with hang_detected set, let nothing
+      // reprogram it before that interrupt.
+      ++stats_.hangs;
+      const std::uint64_t limit = k_.guest_tsc_khz_ * 100;  // 100 ms
+      in_hrtirq_ = false;
+      write_deadline(gend + std::min(gend - gnow, limit));
+      hang_detected_ = true;
+      return cost;
+    }
     hnow = end;
-    basenow = k_.guest_tsc(end);
+    basenow = gend;
     ++stats_.retries;
   }
   in_hrtirq_ = false;
+  hang_detected_ = false;
   program();  // queues WRMSR steps in the handler if a timer is left
   return cost;
 }
@@ -80,8 +91,15 @@ bool GuestClockevent::wheel_due_by(std::uint64_t limit) const {
 // tick_program_event(): write the TSC deadline only when the earliest expiry
 // changed (the kernel skips reprogramming a later event).
 void GuestClockevent::program() {
+  // hrtimer_reprogram() leaves the hang path's delay in the device.
+  if (in_hrtirq_ || hang_detected_) return;
   const std::uint64_t earliest = next_expiry();
-  if (earliest == programmed_ || in_hrtirq_) return;
+  if (earliest == programmed_) return;
+  write_deadline(earliest);
+}
+
+// clockevents_program_event() -> lapic_next_deadline(), or the shutdown.
+void GuestClockevent::write_deadline(std::uint64_t earliest) {
   programmed_ = earliest;
   auto& q = k_.context_steps();
   using S = GuestConfig::Shutdown;

@@ -28,12 +28,13 @@ class GuestClockevent {
   // hrtimer_interrupt(): the device fired at host time `now` (guest TSC
   // `gnow`) and the handler has spent `spent` cycles; run every timer expired
   // at `gnow` (their callbacks may re-queue; no reprogramming meanwhile),
-  // again while the next expiry has passed by the time the pass ends, then
-  // program the next expiry or shut the device down. Returns the callbacks'
-  // extra cost.
+  // again while the next expiry has passed by the time the pass ends (the
+  // hang path after the third pass), then program the next expiry or shut
+  // the device down. Returns the callbacks' extra cost.
   Tsc hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent);
-  // hrtimer_interrupt()'s retries before its hang path (kernel/time/hrtimer.c).
-  static constexpr unsigned kHrtimerRetries = 3;
+  // hrtimer_interrupt()'s attempts to program the next expiry ("We give it 3
+  // attempts": two retries) before its hang path (kernel/time/hrtimer.c).
+  static constexpr unsigned kHrtimerAttempts = 3;
 
   // The earliest expiry of the queued timers other than `except` (0: none).
   [[nodiscard]] std::uint64_t next_expiry(const GuestHrtimer* except = nullptr) const;
@@ -50,17 +51,20 @@ class GuestClockevent {
     std::uint64_t shutdowns = 0;  // lapic_timer_shutdown() with the last timer gone
     std::uint64_t rearms = 0;     // lapic_timer_set_oneshot() after a shutdown
     std::uint64_t retries = 0;    // hrtimer_interrupt() passes after an -ETIME
+    std::uint64_t hangs = 0;      // its hang path: a delay programmed instead
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
 
  private:
-  void program();  // tick_program_event()
+  void program();                               // tick_program_event()
+  void write_deadline(std::uint64_t earliest);  // the device write (0: shut down)
 
   GuestKernel& k_;
   std::vector<GuestHrtimer*> timers_;
   std::uint64_t programmed_ = 0;
-  bool stopped_ = false;    // lapic_timer_shutdown() masked LVTT
-  bool in_hrtirq_ = false;  // hrtimer_interrupt(): no reprogramming from callbacks
+  bool stopped_ = false;        // lapic_timer_shutdown() masked LVTT
+  bool in_hrtirq_ = false;      // hrtimer_interrupt(): no reprogramming from callbacks
+  bool hang_detected_ = false;  // the hang path's delay stays until its interrupt
   Stats stats_;
 };
 
