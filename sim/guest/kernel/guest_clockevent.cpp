@@ -36,6 +36,8 @@ Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent) {
   // (hrtimer_forward_now() re-arms a periodic timer past it).
   std::uint64_t basenow = gnow;
   Tsc hnow = now;
+  std::uint64_t deadline = 0;  // 0: no timer left
+  bool hang = false;
   for (unsigned attempt = 1;; ++attempt) {
     for (;;) {
       auto it = std::min_element(timers_.begin(), timers_.end(),
@@ -52,27 +54,33 @@ Tsc GuestClockevent::hrtimer_interrupt(std::uint64_t gnow, Tsc now, Tsc spent) {
     // fell due while the callbacks ran is served in this interrupt, with no
     // TSC-deadline write and no second injection.
     const std::uint64_t next = next_expiry();
+    if (next == 0) break;
     const Tsc end = now + spent + cost;
     const std::uint64_t gend = k_.guest_tsc(end);
-    if (next == 0 || next > gend) break;
+    if (next > gend) {
+      deadline = next;
+      break;
+    }
     if (attempt == kHrtimerAttempts) {
       // The hang path: program the device as far past now as the interrupt
       // took (at most 100 ms) and, with hang_detected set, let nothing
       // reprogram it before that interrupt.
       ++stats_.hangs;
       const std::uint64_t limit = k_.guest_tsc_khz_ * 100;  // 100 ms
-      in_hrtirq_ = false;
-      write_deadline(gend + std::min(gend - gnow, limit));
-      hang_detected_ = true;
-      return cost;
+      deadline = gend + std::min(gend - gnow, limit);
+      hang = true;
+      break;
     }
     hnow = end;
     basenow = gend;
     ++stats_.retries;
   }
   in_hrtirq_ = false;
-  hang_detected_ = false;
-  program();  // queues WRMSR steps in the handler if a timer is left
+  hang_detected_ = hang;
+  // The device fired (programmed_ is kFired), so this always writes: the next
+  // expiry, the hang delay, or the shutdown when no timer is left. The WRMSR
+  // steps are queued in the handler.
+  write_deadline(deadline);
   return cost;
 }
 
