@@ -287,6 +287,11 @@ struct PayloadColumns {
     row["apicid"] = e.apicid;
     row["vec"] = e.vector;
   }
+  void operator()(const trace::KvmApic& e) const {
+    row["write"] = e.write;
+    row["reg"] = e.reg;
+    row["val"] = e.val;
+  }
   void operator()(const trace::KvmPleWindow& e) const {
     grow_shrink(e.vcpu, e.grow, e.new_window, e.old_window, "new_window", "old_window");
   }

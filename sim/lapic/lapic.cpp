@@ -285,6 +285,10 @@ Tsc KvmLapic::eoi(Tsc now) {
   return costs_.eoi(vcpu_.rng());
 }
 
+void KvmLapic::trace_reg_write(std::uint32_t reg, std::uint32_t val, Tsc now) {
+  signals_.kvm_apic_write(vcpu_.id(), reg, val, now);
+}
+
 void KvmLapic::two_back_ends(const char* fired, const char* other) const {
   invariant_failed(vcpu_.comm(), fmt::format("TSC deadline {} expired from the {} while the {} "
                                              "held it too (it would be delivered twice)",

@@ -175,6 +175,9 @@ struct LapicConfig {
   [[nodiscard]] bool on_nohz_full(int cpu) const {
     return std::find(nohz_full_cpus.begin(), nohz_full_cpus.end(), cpu) != nohz_full_cpus.end();
   }
+  // kvm.x2apic_icr_64bit: the ICR write's kvm_apic trace (v5.18+: one,
+  // after the send; before: ICR2 and ICR, before it).
+  bool x2apic_icr_64bit = true;
   // `preemption_timer_usable`: the CPU's VMX preemption timer can be used at
   // all (kvm_can_use_hv_timer()'s platform part, sim/vmx/preemption_timer.h).
   static LapicConfig from(const ParamSet& p, bool preemption_timer_usable);
@@ -213,6 +216,9 @@ class KvmLapic : public HostHrtimer {
   [[nodiscard]] bool can_use_hv_timer() const { return cfg_.hv_timer_available; }
   [[nodiscard]] const WaitLapicExpireStats& wait_stats() const { return wait_stats_; }
   Tsc eoi(Tsc now);  // apic_set_eoi() of a trapped EOI write (trace_kvm_eoi)
+  // trace_kvm_apic_write(): kvm_lapic_reg_write() of an x2APIC register, or
+  // the ICR write of kvm_x2apic_icr_write() / the fastpath.
+  void trace_reg_write(std::uint32_t reg, std::uint32_t val, Tsc now);
   // The guest's EOI when APICv virtualizes it (no exit; the CPU clears the
   // vISR bit and re-evaluates RVI; no kvm_eoi for an edge vector).
   void virtual_eoi();

@@ -57,6 +57,7 @@ LapicConfig LapicConfig::from(const ParamSet& p, bool preemption_timer_usable) {
              : tuning == "spin_then_tune"   ? AdvanceTuning::SpinThenTune
                                             : AdvanceTuning::Always;
   l.expired_inject = p.b("kvm.apic_timer_expired_inject");
+  l.x2apic_icr_64bit = p.b("kvm.x2apic_icr_64bit");
   return l;
 }
 

@@ -23,6 +23,10 @@ struct LapicSignals {
   Signal<int, int, std::uint8_t, Tsc> kvm_apic_accept_ipi;
   // kvm_apic_ipi: kvm_apic_send_ipi() (ICR low word, destination): (vcpu, icr_low, dest_id, t).
   Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_ipi;
+  // kvm_apic (write): trace_kvm_apic_write() of an x2APIC register write
+  // KVM emulates (kvm_lapic_reg_write(), the ICR fastpath): (vcpu, reg, val, t),
+  // reg the APIC register offset (APIC_ICR = 0x300).
+  Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_write;
   // kvm_eoi: apic_set_eoi() ended `vector` in service: a trapped EOI write,
   // or a PV EOI that KVM reads back at the next exit; -1 if nothing was in
   // service (the kernel traces that too): (vcpu, vector, t).

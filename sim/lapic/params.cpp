@@ -22,6 +22,12 @@ void declare_lapic_params(ParamRegistry& r) {
              "apic_timer_expired() from the exit path with APICv injects the timer interrupt at "
              "once (kvm_apic_inject_pending_timer_irqs(), v5.8+); false = it only marks the timer "
              "pending and vcpu_run() injects it before the next vcpu_enter_guest()."});
+  r.declare({"kvm.x2apic_icr_64bit", ParamType::Bool, "true", "bool", {}, {}, {},
+             "An x2APIC ICR write is one 64-bit register write: kvm_x2apic_icr_write() sends the "
+             "IPI, then traces one kvm_apic (APIC_ICR) (v5.18+); false = kvm_x2apic_msr_write() "
+             "writes ICR2, then ICR, through kvm_lapic_reg_write(), which traces each before "
+             "the send. The exit fastpath's ICR write traces as the 64-bit one in every era. "
+             "Acts on the trace only."});
   r.declare({"kvm.pi_inject_timer", ParamType::Int, "0", "", -1, 1, {},
              "kvm.pi_inject_timer (v5.3+, 0c5f81dad46c \"KVM: LAPIC: Inject timer interrupt via "
              "posted interrupt\", Wanpeng Li 2019): with APICv the LAPIC timer's hrtimer runs on a "
@@ -100,6 +106,10 @@ void declare_lapic_eras(ParamRegistry& r) {
       "kvm.hv_timer_advance", "host.kernel",
       {{"4.8", "false", "ce7a058a2117 (v4.8): the preemption timer without the advance"},
        {"4.18", "true", "c5ce8235cffa (2018-05-29, v4.18): vmx_set_hv_timer() subtracts it"}});
+  r.set_eras("kvm.x2apic_icr_64bit", "host.kernel",
+             {{"4.0", "false", "ICR2 then ICR through kvm_lapic_reg_write()"},
+              {"5.18", "true",
+               "a57a31684d7b: x2APIC's ICR is one 64-bit register (kvm_x2apic_icr_write())"}});
   r.set_eras("kvm.pi_inject_timer", "host.kernel",
              {{"4.0", "0", "no posted timer interrupts"},
               {"5.3", "-1",

@@ -3,6 +3,7 @@
 #include <array>
 #include <iterator>
 #include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -110,6 +111,16 @@ void payload(std::string& s, const KvmEoi& e) {
   fmt::format_to(Out(s), "apicid {:x} vector {}", e.apicid, e.vector);
 }
 
+void payload(std::string& s, const KvmApic& e) {
+  fmt::format_to(Out(s), "apic_{} ", e.write ? "write" : "read");
+  if (const std::string_view name = apic_reg_name(e.reg); !name.empty()) {
+    s += name;
+  } else {
+    fmt::format_to(Out(s), "0x{:x}", e.reg);  // __print_symbolic() of an unlisted value
+  }
+  fmt::format_to(Out(s), " = 0x{:x}", e.val);
+}
+
 void payload(std::string& s, const SchedSwitch& e) {
   fmt::format_to(Out(s), "{}:{} [{}] {} ==> {}:{} [{}]", e.prev_comm, e.prev_pid, e.prev_prio,
                  e.prev_state, e.next_comm, e.next_pid, e.next_prio);
@@ -142,6 +153,32 @@ void frame(std::string& s, std::int64_t ts_ns, const TraceTask& task, int cpu,
 
 }  // namespace
 
+namespace {
+// kvm_trace_symbol_apic: AREG(ID) ... AREG(ECTRL), the APIC_* offsets of
+// apicdef.h.
+constexpr std::pair<std::uint32_t, std::string_view> kApicRegs[] = {
+    {0x20, "APIC_ID"},      {0x30, "APIC_LVR"},       {0x80, "APIC_TASKPRI"}, {0x90, "APIC_ARBPRI"},
+    {0xa0, "APIC_PROCPRI"}, {0xb0, "APIC_EOI"},       {0xc0, "APIC_RRR"},     {0xd0, "APIC_LDR"},
+    {0xe0, "APIC_DFR"},     {0xf0, "APIC_SPIV"},      {0x100, "APIC_ISR"},    {0x180, "APIC_TMR"},
+    {0x200, "APIC_IRR"},    {0x280, "APIC_ESR"},      {0x300, "APIC_ICR"},    {0x310, "APIC_ICR2"},
+    {0x320, "APIC_LVTT"},   {0x330, "APIC_LVTTHMR"},  {0x340, "APIC_LVTPC"},  {0x350, "APIC_LVT0"},
+    {0x360, "APIC_LVT1"},   {0x370, "APIC_LVTERR"},   {0x380, "APIC_TMICT"},  {0x390, "APIC_TMCCT"},
+    {0x3e0, "APIC_TDCR"},   {0x3f0, "APIC_SELF_IPI"}, {0x400, "APIC_EFEAT"},  {0x410, "APIC_ECTRL"},
+};
+}  // namespace
+
+std::string_view apic_reg_name(std::uint32_t reg) {
+  for (const auto& [r, name] : kApicRegs)
+    if (r == reg) return name;
+  return {};
+}
+
+std::optional<std::uint32_t> apic_reg_from_name(std::string_view name) {
+  for (const auto& [r, n] : kApicRegs)
+    if (n == name) return r;
+  return std::nullopt;
+}
+
 std::string_view event_name(const TraceEventData& e) {
   return std::visit(
       [](const auto& v) -> std::string_view {
@@ -160,6 +197,7 @@ std::string_view event_name(const TraceEventData& e) {
         if constexpr (std::is_same_v<T, KvmInjVirq>) return "kvm_inj_virq";
         if constexpr (std::is_same_v<T, KvmEoi>) return "kvm_eoi";
         if constexpr (std::is_same_v<T, KvmPvEoi>) return "kvm_pv_eoi";
+        if constexpr (std::is_same_v<T, KvmApic>) return "kvm_apic";
         if constexpr (std::is_same_v<T, KvmPleWindow>) return "kvm_ple_window";
         if constexpr (std::is_same_v<T, KvmPleWindowUpdate>) return "kvm_ple_window_update";
         if constexpr (std::is_same_v<T, SchedSwitch>) return "sched_switch";
@@ -300,6 +338,10 @@ void TraceWriter::kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, co
 void TraceWriter::kvm_pv_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu,
                              const KvmPvEoi& e) {
   put(ts_ns, task, cpu, "kvm_pv_eoi", e);
+}
+
+void TraceWriter::kvm_apic(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApic& e) {
+  put(ts_ns, task, cpu, "kvm_apic", e);
 }
 
 void TraceWriter::sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu,

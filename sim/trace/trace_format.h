@@ -24,6 +24,8 @@
 //   [reinjected]":
 //                         v5.19+; before, "irq %u")
 //   kvm_eoi               apicid %x vector %d
+//   kvm_apic              apic_%s %s = 0x%x           (read/write, the register's
+//                         kvm_trace_symbol_apic name, e.g. APIC_ICR; unknown: 0x%x)
 //   kvm_pv_eoi            apicid %x vector %d
 //   kvm_ple_window_update vcpu %u old %u new %u (%s)  (growed if old < new, else shrinked;
 //                         v5.4+, only when the window changes)
@@ -191,6 +193,15 @@ struct KvmEoi {
 // event. Payload printing, parsing, == and the Python columns are kvm_eoi's.
 struct KvmPvEoi : KvmEoi {};
 
+// kvm_apic (trace_kvm_apic_write() at the top of kvm_lapic_reg_write(), and
+// the x2APIC ICR fastpath's own call; trace_kvm_apic_read() for reads): the
+// APIC register offset (APIC_ICR = 0x300, ...) and the 32-bit value.
+struct KvmApic {
+  bool write = true;
+  std::uint32_t reg = 0;
+  std::uint32_t val = 0;
+};
+
 struct SchedSwitch {
   std::string prev_comm;
   int prev_pid = 0;
@@ -214,7 +225,13 @@ using TraceEventData =
     std::variant<std::monostate, KvmExit, KvmEntry, KvmMsr, KvmHvTimerState, KvmWaitLapicExpire,
                  KvmVcpuWakeup, KvmHaltPollNs, KvmApicAcceptIrq, KvmPvTlbFlush, SchedSwitch,
                  SchedWakeup, KvmApicIpi, KvmHypercall, KvmPleWindow, KvmPleWindowUpdate,
-                 KvmInjVirq, KvmEoi, KvmPvEoi>;
+                 KvmInjVirq, KvmEoi, KvmPvEoi, KvmApic>;
+
+// kvm_trace_symbol_apic (arch/x86/kvm/trace.h): the name kvm_apic prints for
+// an APIC register offset ("APIC_ICR" for 0x300), "" for an unlisted one;
+// and back (nullopt for a name not in the list).
+std::string_view apic_reg_name(std::uint32_t reg);
+std::optional<std::uint32_t> apic_reg_from_name(std::string_view name);
 
 // The tracepoint name of a payload ("kvm_exit", ...); "" for monostate.
 std::string_view event_name(const TraceEventData& e);
@@ -265,6 +282,7 @@ class TraceWriter {
   void kvm_inj_virq(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmInjVirq& e);
   void kvm_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmEoi& e);
   void kvm_pv_eoi(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmPvEoi& e);
+  void kvm_apic(std::int64_t ts_ns, const TraceTask& task, int cpu, const KvmApic& e);
   void sched_switch(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedSwitch& e);
   void sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cpu, const SchedWakeup& e);
 
@@ -342,6 +360,9 @@ inline bool operator==(const KvmInjVirq& a, const KvmInjVirq& b) {
 }
 inline bool operator==(const KvmEoi& a, const KvmEoi& b) {
   return a.apicid == b.apicid && a.vector == b.vector;
+}
+inline bool operator==(const KvmApic& a, const KvmApic& b) {
+  return a.write == b.write && a.reg == b.reg && a.val == b.val;
 }
 inline bool operator==(const KvmPvTlbFlush& a, const KvmPvTlbFlush& b) {
   return a.vcpu == b.vcpu && a.need_flush_tlb == b.need_flush_tlb;

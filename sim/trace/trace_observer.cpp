@@ -66,6 +66,7 @@ void TraceObserver::connect(SignalRegistry& signals) {
   lapic.kvm_apic_accept_ipi.connect<&TraceObserver::on_apic_accept_ipi>(this);
   lapic.kvm_apic_ipi.connect<&TraceObserver::on_apic_ipi>(this);
   lapic.kvm_eoi.connect<&TraceObserver::on_eoi>(this);
+  lapic.kvm_apic_write.connect<&TraceObserver::on_apic_write>(this);
   lapic.kvm_pv_eoi.connect<&TraceObserver::on_pv_eoi>(this);
   auto& sched = signals.get<SchedSignals>();
   sched.sched_switch.connect<&TraceObserver::on_sched_switch>(this);
@@ -254,6 +255,13 @@ void TraceObserver::on_inj_virq(int vcpu, std::uint8_t vector, bool reinjected, 
 void TraceObserver::on_eoi(int vcpu, int vector, Tsc t) {
   writer_.kvm_eoi(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
                   eoi_fields(vcpu, vector));
+}
+
+// kvm_apic (apic_write), from kvm_lapic_reg_write() or the ICR fastpath on
+// the vCPU's own thread.
+void TraceObserver::on_apic_write(int vcpu, std::uint32_t reg, std::uint32_t val, Tsc t) {
+  writer_.kvm_apic(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
+                   KvmApic{true, reg, val});
 }
 
 // kvm_pv_eoi, from apic_sync_pv_eoi_from_guest() after its apic_set_eoi().

@@ -293,6 +293,22 @@ bool parse_pv_eoi(string_view p, KvmPvEoi& e, std::string& err) {
   return parse_eoi(p, e, err) || fail(err, "kvm_pv_eoi: expected 'apicid X vector N'");
 }
 
+// "apic_write APIC_ICR = 0x40020" (read/write, the register's name or its
+// offset in hex when the kernel's list has no name for it, the value in hex).
+bool parse_kvm_apic(string_view p, KvmApic& e, std::string& err) {
+  constexpr const char* msg = "kvm_apic: expected 'apic_write|apic_read REG = 0xVAL'";
+  const auto t = split_ws(p);
+  if (t.size() < 4 || t[2] != "=" || !starts_with(t[3], "0x")) return fail(err, msg);
+  if (t[0] != "apic_write" && t[0] != "apic_read") return fail(err, msg);
+  e.write = t[0] == "apic_write";
+  if (const auto reg = apic_reg_from_name(t[1])) {
+    e.reg = *reg;
+  } else if (!starts_with(t[1], "0x") || !to_uint(t[1].substr(2), 16, e.reg)) {
+    return fail(err, msg);
+  }
+  return to_uint(t[3].substr(2), 16, e.val) ? true : fail(err, msg);
+}
+
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from
 // the decoded fields (vector, delivery mode, dest mode, level, trigger,
 // shorthand), which is all the kernel prints of it.
@@ -448,7 +464,7 @@ bool parse_sched_wakeup(string_view p, SchedWakeup& e, std::string& err) {
   return true;
 }
 
-constexpr std::array<string_view, 18> kKnown = {"kvm_apic_ipi",
+constexpr std::array<string_view, 19> kKnown = {"kvm_apic_ipi",
                                                 "kvm_exit",
                                                 "kvm_entry",
                                                 "kvm_msr",
@@ -465,7 +481,8 @@ constexpr std::array<string_view, 18> kKnown = {"kvm_apic_ipi",
                                                 "kvm_ple_window_update",
                                                 "kvm_inj_virq",
                                                 "kvm_eoi",
-                                                "kvm_pv_eoi"};
+                                                "kvm_pv_eoi",
+                                                "kvm_apic"};
 
 template <class T, class F>
 TraceEventData parse_as(string_view p, std::string& err, F f) {
@@ -637,6 +654,7 @@ TraceEventData parse_payload(std::string_view event, std::string_view p, std::st
   if (event == "kvm_inj_virq") return parse_as<KvmInjVirq>(p, err, parse_inj_virq);
   if (event == "kvm_eoi") return parse_as<KvmEoi>(p, err, parse_eoi);
   if (event == "kvm_pv_eoi") return parse_as<KvmPvEoi>(p, err, parse_pv_eoi);
+  if (event == "kvm_apic") return parse_as<KvmApic>(p, err, parse_kvm_apic);
   if (event == "kvm_ple_window") return parse_as<KvmPleWindow>(p, err, parse_ple_window);
   if (event == "kvm_ple_window_update")
     return parse_as<KvmPleWindowUpdate>(p, err, parse_ple_window_update);

@@ -507,6 +507,9 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(24000, {"CPU 1/KVM", 1001}, 3, KvmEoi{1, 236});
   add(24100, {"CPU 1/KVM", 1001}, 3, KvmEoi{0x1a, -1});
   add(24200, {"CPU 1/KVM", 1001}, 3, KvmPvEoi{{1, 236}});
+  add(24300, {"CPU 0/KVM", 1000}, 2, KvmApic{true, 0x310, 1});
+  add(24400, {"CPU 0/KVM", 1000}, 2, KvmApic{true, 0x300, 0x40fd});
+  add(24500, {"CPU 0/KVM", 1000}, 2, KvmApic{false, 0x3a0, 0});  // unlisted offset: hex
   add(23000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, true, 8192, 4096});
   add(24000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, false, 4096, 4096});
   add(25000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4096, 8192});
@@ -564,6 +567,7 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
           if constexpr (std::is_same_v<T, KvmInjVirq>) w2.kvm_inj_virq(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmEoi>) w2.kvm_eoi(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmPvEoi>) w2.kvm_pv_eoi(c.ts_ns, c.task, c.cpu, e);
+          if constexpr (std::is_same_v<T, KvmApic>) w2.kvm_apic(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmPleWindow>)
             w2.kvm_ple_window(c.ts_ns, c.task, c.cpu, e);
           if constexpr (std::is_same_v<T, KvmPleWindowUpdate>)
@@ -589,6 +593,13 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   // kvm_eoi: "apicid %x vector %d" (-1: nothing was in service).
   CHECK(format_payload(KvmEoi{0x1a, 236}) == "apicid 1a vector 236");
   CHECK(format_payload(KvmEoi{0, -1}) == "apicid 0 vector -1");
+  // kvm_apic: "apic_%s %s = 0x%x", the register by its kvm_trace_symbol_apic
+  // name, an unlisted offset as __print_symbolic() prints it (hex).
+  CHECK(format_payload(KvmApic{true, 0x300, 0x4020}) == "apic_write APIC_ICR = 0x4020");
+  CHECK(format_payload(KvmApic{true, 0x310, 1}) == "apic_write APIC_ICR2 = 0x1");
+  CHECK(format_payload(KvmApic{true, 0x320, 0x500ec}) == "apic_write APIC_LVTT = 0x500ec");
+  CHECK(format_payload(KvmApic{false, 0x390, 0}) == "apic_read APIC_TMCCT = 0x0");
+  CHECK(format_payload(KvmApic{true, 0x3a0, 7}) == "apic_write 0x3a0 = 0x7");
   // kvm_pv_eoi: the same format as kvm_eoi.
   CHECK(format_payload(KvmPvEoi{{0x1a, 236}}) == "apicid 1a vector 236");
   // kvm_ple_window (v4.16 trace.h): "vcpu %u: ple_window %d (%s %d)", new then old, on

@@ -87,8 +87,20 @@ bool Vcpu::guest_irq_enabled(Tsc now) {
 // same kind.
 void VcpuRunLoop::send_icr_ipi(Tsc now) {
   icr_send_pending_ = false;
-  const Tsc cost = vcpu().lapic_.send_ipi(static_cast<std::uint32_t>(exit_step_.value),
-                                          static_cast<std::uint32_t>(exit_step_.value >> 32), now);
+  KvmLapic& lapic = vcpu().lapic_;
+  const auto icr_low = static_cast<std::uint32_t>(exit_step_.value);
+  const auto dest_id = static_cast<std::uint32_t>(exit_step_.value >> 32);
+  // kvm_apic: before v5.18 kvm_x2apic_msr_write() writes ICR2, then ICR,
+  // through kvm_lapic_reg_write(), which traces each before it sends; the
+  // fastpath (handle_fastpath_set_x2apic_icr_irqoff()) and, from v5.18,
+  // kvm_x2apic_icr_write() send first and trace the ICR once.
+  const bool trace_after = state_ == VcpuState::Fastpath || lapic.config().x2apic_icr_64bit;
+  if (!trace_after) {
+    lapic.trace_reg_write(kApicIcr2, dest_id, now);
+    lapic.trace_reg_write(kApicIcr, icr_low, now);
+  }
+  const Tsc cost = lapic.send_ipi(icr_low, dest_id, now);
+  if (trace_after) lapic.trace_reg_write(kApicIcr, icr_low, now);
   // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
   // handle_fastpath_set_msr_irqoff).
   vcpu().kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);

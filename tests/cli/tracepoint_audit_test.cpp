@@ -5,6 +5,7 @@
 // one compares the trace with the run's own counters or with other
 // tracepoints of the same run, so a tracepoint fired twice, at the wrong
 // place or not at all makes it fail.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -90,6 +91,16 @@ std::size_t count_not_after(const Run& run, Target is_target, Ok ok) {
 const std::string kTscdeadline =
     "scenarios/tscdeadline_latency.yaml --set tscdeadline_latency.size=300";
 const std::string kPingpong = "scenarios/ipi_pingpong.yaml --set ipi_pingpong.rounds=200";
+// kvm-unit-tests' IPI test without APICv: its EOI writes trap.
+const std::string kIpiNoApicvEoi =
+    "scenarios/vmexit_ipi.yaml --set vmexit.goal_cycles=65536 --set platform.apicv=false";
+// An idle NO_HZ guest with no watchdog timer: once the tick stops nothing is
+// queued and lapic_timer_shutdown() masks LVTT and zeroes the TSC deadline
+// and TMICT; the next timer unmasks LVTT.
+const std::string kTimerlessGuest =
+    "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=0.2 --set kvm.halt_poll_ns=0 "
+    "--set guest.watchdog_s=0 --set guest.clocksource_watchdog_ms=0 "
+    "--set guest.clockevent_shutdown=lvtt_deadline0";
 const std::string kCyclictest = "scenarios/cyclictest_fastpath.yaml --set cyclictest.loops=300";
 const std::string kEbizzy =
     "scenarios/ebizzy_overcommit.yaml --set sim.max_simulated_s=0.05 --allow-partial";
@@ -436,6 +447,96 @@ TEST_CASE(
     CHECK(icr_writes == in_order);
     CHECK(static_cast<double>(icr_writes) >= run.metric("ipi.sent") - 1);
     CHECK(icr_writes > 0);
+  }
+}
+
+namespace {
+
+// The kvm_apic lines each x2APIC register write must bring, in its MSR_WRITE
+// exit, between the previous kvm_msr and its own: kvm_lapic_reg_write()'s
+// trace of (msr - APIC_BASE_MSR) << 4 and the low word; for the ICR, ICR2 (the
+// destination) and ICR before kvm_apic_ipi when `split`, else ICR alone
+// after it. The TSC-deadline MSR brings none. Returns how many x2APIC
+// register writes matched.
+std::size_t check_kvm_apic_per_msr_write(const Run& run, bool split) {
+  std::size_t writes = 0, matched = 0;
+  for (const ExitSpan& s : exit_spans(run)) {
+    if (s.reason != "MSR_WRITE") continue;
+    std::vector<std::string> since;  // kvm_apic / kvm_apic_ipi since the last kvm_msr
+    for (const Ev* e : s.inside) {
+      if (const auto* a = std::get_if<tr::KvmApic>(&e->data)) {
+        since.push_back(fmt::format("{:x}={:x}", a->reg, a->val));
+        continue;
+      }
+      if (e->event == "kvm_apic_ipi") since.emplace_back("ipi");
+      const auto* m = std::get_if<tr::KvmMsr>(&e->data);
+      if (!m || !m->write) continue;
+      std::vector<std::string> want;
+      const auto low = static_cast<std::uint32_t>(m->data);
+      if (m->msr == 0x830) {
+        want = split ? std::vector<std::string>{fmt::format("310={:x}", m->data >> 32),
+                                                fmt::format("300={:x}", low), "ipi"}
+                     : std::vector<std::string>{"ipi", fmt::format("300={:x}", low)};
+      } else if (m->msr >= 0x800 && m->msr <= 0x8ff) {
+        want = {fmt::format("{:x}={:x}", (m->msr - 0x800) << 4, low)};
+      }
+      INFO("kvm_msr " << std::hex << m->msr << " = 0x" << m->data);
+      CHECK(since == want);
+      if (m->msr >= 0x800 && m->msr <= 0x8ff) {
+        ++writes;
+        matched += since == want;
+      }
+      since.clear();
+    }
+  }
+  CHECK(matched == writes);
+  return matched;
+}
+
+std::size_t count_msr_writes(const Run& run, std::uint32_t lo, std::uint32_t hi) {
+  return run.count_if<tr::KvmMsr>(
+      [lo, hi](const tr::KvmMsr& m) { return m.write && m.msr >= lo && m.msr <= hi; });
+}
+
+}  // namespace
+
+TEST_CASE(
+    "tracepoint kvm_apic: one per emulated x2APIC register write, before its kvm_msr "
+    "(kvm_lapic_reg_write), the ICR write as ICR2 + ICR before the send up to v5.18, one ICR "
+    "after it from v5.18 and in the fastpath, none for the TSC deadline",
+    "[cli][trace][tracepoint]") {
+  SECTION("ICR, v5.8 host: kvm_x2apic_msr_write() writes ICR2, then ICR") {
+    const Run run = traced_run("apic-split", kPingpong);
+    const std::size_t icr = count_msr_writes(run, 0x830, 0x830);
+    REQUIRE(icr > 0);
+    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
+    CHECK(run.count("kvm_apic") == 2 * icr + (count_msr_writes(run, 0x800, 0x8ff) - icr));
+  }
+  SECTION("ICR as one 64-bit register (v5.18+): kvm_x2apic_icr_write() sends, then traces") {
+    const Run run = traced_run("apic-64", kPingpong + " --set kvm.x2apic_icr_64bit=true");
+    REQUIRE(count_msr_writes(run, 0x830, 0x830) > 0);
+    CHECK(check_kvm_apic_per_msr_write(run, false) == count_msr_writes(run, 0x800, 0x8ff));
+    CHECK(run.count("kvm_apic") == count_msr_writes(run, 0x800, 0x8ff));
+  }
+  SECTION("the ICR fastpath traces one ICR after the send in every era") {
+    const Run run = traced_run("apic-fastpath", kPingpong + " --set kvm.exit_fastpath=true");
+    REQUIRE(count_msr_writes(run, 0x830, 0x830) > 0);
+    CHECK(check_kvm_apic_per_msr_write(run, false) == count_msr_writes(run, 0x800, 0x8ff));
+  }
+  SECTION("trapped x2APIC EOI writes (no APICv): APIC_EOI, then kvm_eoi, then kvm_msr") {
+    const Run run = traced_run("apic-eoi", kIpiNoApicvEoi);
+    const std::size_t eoi = count_msr_writes(run, 0x80b, 0x80b);
+    REQUIRE(eoi > 0);
+    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
+    CHECK(run.count_if<tr::KvmApic>([](const tr::KvmApic& a) { return a.reg == 0xb0; }) == eoi);
+  }
+  SECTION("the clockevent's shutdown and re-arm: LVTT and TMICT, none for IA32_TSC_DEADLINE") {
+    const Run run = traced_run("apic-lvtt", kTimerlessGuest);
+    REQUIRE(count_msr_writes(run, 0x832, 0x832) > 0);
+    REQUIRE(count_msr_writes(run, 0x838, 0x838) > 0);
+    REQUIRE(count_msr_writes(run, 0x6e0, 0x6e0) > 0);
+    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
+    CHECK(run.count("kvm_apic") == count_msr_writes(run, 0x800, 0x8ff));
   }
 }
 
