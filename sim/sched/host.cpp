@@ -144,6 +144,10 @@ void Host::check_preempt(int cpu, const SchedEntity& se, Tsc now, Pcpu* waker, T
 bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   SchedEntity& se = t->se();
   if (se.on_rq) return false;  // TASK_RUNNING already
+  // try_to_wake_up(): trace_sched_waking() once the task's state matched,
+  // before select_task_rq() (task_cpu() is still the previous CPU).
+  if (sched_signals_.sched_waking.connected())
+    sched_signals_.sched_waking(waker_cpu, t->comm(), t->pid(), 120 + se.nice, se.cpu, now);
   const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
   if (sched_signals_.sched_wakeup.connected())

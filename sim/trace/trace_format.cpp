@@ -354,6 +354,14 @@ void TraceWriter::sched_wakeup(std::int64_t ts_ns, const TraceTask& task, int cp
   put(ts_ns, task, cpu, "sched_wakeup", e);
 }
 
+void TraceWriter::sched_waking(std::int64_t ts_ns, const TraceTask& task, int cpu,
+                               const std::string& comm, int pid, int prio, int target_cpu) {
+  payload_.clear();
+  fmt::format_to(std::back_inserter(payload_), "comm={} pid={} prio={} target_cpu={:03}", comm, pid,
+                 prio, target_cpu);
+  emit(ts_ns, task, cpu, "sched_waking");
+}
+
 void TraceWriter::sched_migrate_task(std::int64_t ts_ns, const TraceTask& task, int cpu,
                                      const std::string& comm, int pid, int prio, int orig_cpu,
                                      int dest_cpu) {

@@ -294,6 +294,11 @@ class TraceWriter {
 
   // sched_migrate_task, printed raw as the kernel's format has it:
   //   comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d
+  // sched_waking (v4.3+), in the kernel's own format (trace-cmd's sched
+  // plugin prints only sched_switch and sched_wakeup[_new]):
+  // "comm=%s pid=%d prio=%d target_cpu=%03d", target_cpu = task_cpu().
+  void sched_waking(std::int64_t ts_ns, const TraceTask& task, int cpu, const std::string& comm,
+                    int pid, int prio, int target_cpu);
   void sched_migrate_task(std::int64_t ts_ns, const TraceTask& task, int cpu,
                           const std::string& comm, int pid, int prio, int orig_cpu, int dest_cpu);
   [[nodiscard]] std::uint64_t lines_written() const { return lines_; }

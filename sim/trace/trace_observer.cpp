@@ -6,6 +6,7 @@
 #include "sim/sched/sched_signals.h"
 #include "sim/vmx/kvm_signals.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 
@@ -70,6 +71,8 @@ void TraceObserver::connect(SignalRegistry& signals) {
   lapic.kvm_pv_eoi.connect<&TraceObserver::on_pv_eoi>(this);
   auto& sched = signals.get<SchedSignals>();
   sched.sched_switch.connect<&TraceObserver::on_sched_switch>(this);
+  // sched_waking: fbd705a0c618 (v4.3), in try_to_wake_up() before the CPU is chosen.
+  if (has_tracepoint({4, 3})) sched.sched_waking.connect<&TraceObserver::on_sched_waking>(this);
   sched.sched_wakeup.connect<&TraceObserver::on_sched_wakeup>(this);
   sched.sched_migrate_task.connect<&TraceObserver::on_sched_migrate>(this);
 }
@@ -323,6 +326,15 @@ void TraceObserver::on_sched_wakeup(int waker_pcpu, const std::string& comm, int
   w.target_cpu = target;
   const int cpu = waker_pcpu >= 0 ? waker_pcpu : target;
   writer_.sched_wakeup(ns(t), running_[static_cast<std::size_t>(cpu)], cpu, w);
+}
+
+// sched_waking, on the waker's CPU (the target's when no CPU woke it, as
+// sched_wakeup).
+void TraceObserver::on_sched_waking(int waker_pcpu, const std::string& comm, int pid, int prio,
+                                    int task_cpu, Tsc t) {
+  const int cpu = waker_pcpu >= 0 ? waker_pcpu : std::max(task_cpu, 0);
+  writer_.sched_waking(ns(t), running_[static_cast<std::size_t>(cpu)], cpu, comm, pid, prio,
+                       task_cpu);
 }
 
 void TraceObserver::on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to,

@@ -67,6 +67,8 @@ class TraceObserver : public Observer {
                        int next_prio, Tsc t);
   void on_sched_wakeup(int waker_pcpu, const std::string& comm, int pid, int prio, int target,
                        Tsc t);
+  void on_sched_waking(int waker_pcpu, const std::string& comm, int pid, int prio, int task_cpu,
+                       Tsc t);
   void on_sched_migrate(const std::string& comm, int pid, int prio, int from, int to, Tsc t);
 
   [[nodiscard]] std::uint64_t lines() const { return writer_.lines_written(); }

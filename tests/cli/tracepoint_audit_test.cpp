@@ -709,6 +709,56 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "tracepoint sched_waking: one per sched_wakeup, just before it in the waker's context "
+    "(try_to_wake_up before select_task_rq, v4.3+), target_cpu the CPU the task last ran on",
+    "[cli][trace][tracepoint]") {
+  const Run run = traced_run("waking", kEbizzy);
+  // pid -> (timestamp, target_cpu) of its sched_waking not yet followed by its sched_wakeup
+  std::map<int, std::pair<std::int64_t, int>> waking;
+  std::map<int, int> last_cpu;  // pid -> the CPU it last switched in on
+  std::size_t wakeups = 0, paired = 0, ran_before = 0, from_last_cpu = 0, unpaired_waking = 0;
+  for (const Ev& e : run.events) {
+    if (const auto* s = std::get_if<tr::SchedSwitch>(&e.data)) {
+      last_cpu[s->next_pid] = e.cpu;
+      continue;
+    }
+    if (e.event == "sched_waking") {
+      // comm=%s pid=%d prio=%d target_cpu=%03d
+      const auto p = e.payload.find(" pid=");
+      const auto c = e.payload.find("target_cpu=");
+      REQUIRE(p != std::string::npos);
+      REQUIRE(c != std::string::npos);
+      const int pid = std::stoi(e.payload.substr(p + 5));
+      const int target = std::stoi(e.payload.substr(c + 11));
+      unpaired_waking += waking.count(pid);
+      waking[pid] = {e.ts, target};
+      if (last_cpu.count(pid)) {
+        ++ran_before;
+        from_last_cpu += last_cpu[pid] == target;
+      }
+      continue;
+    }
+    if (const auto* w = std::get_if<tr::SchedWakeup>(&e.data)) {
+      ++wakeups;
+      const auto it = waking.find(w->pid);
+      if (it != waking.end() && it->second.first == e.ts) ++paired;
+      if (it != waking.end()) waking.erase(it);
+    }
+  }
+  REQUIRE(wakeups > 0);
+  CHECK(run.count("sched_waking") == wakeups);
+  CHECK(paired == wakeups);
+  CHECK(unpaired_waking == 0);
+  CHECK(waking.empty());
+  CHECK(ran_before > 0);
+  CHECK(from_last_cpu == ran_before);
+  // A v4.2 host has no sched_waking; its wake-ups are traced all the same.
+  const Run old = traced_run("waking-4.2", kEbizzy + " --set host.kernel=4.2");
+  CHECK(old.count("sched_waking") == 0);
+  CHECK(old.count("sched_wakeup") > 0);
+}
+
+TEST_CASE(
     "tracepoint sched_migrate_task: only when the CPU changes, and the task next runs "
     "there (set_task_cpu)",
     "[cli][trace][tracepoint]") {
