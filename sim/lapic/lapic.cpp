@@ -285,7 +285,7 @@ Tsc KvmLapic::eoi(Tsc now) {
   return costs_.eoi(vcpu_.rng());
 }
 
-void KvmLapic::trace_reg_write(std::uint32_t reg, std::uint32_t val, Tsc now) {
+void KvmLapic::trace_reg_write(std::uint32_t reg, std::uint64_t val, Tsc now) {
   signals_.kvm_apic_write(vcpu_.id(), reg, val, now);
 }
 

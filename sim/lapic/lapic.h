@@ -218,7 +218,7 @@ class KvmLapic : public HostHrtimer {
   Tsc eoi(Tsc now);  // apic_set_eoi() of a trapped EOI write (trace_kvm_eoi)
   // trace_kvm_apic_write(): kvm_lapic_reg_write() of an x2APIC register, or
   // the ICR write of kvm_x2apic_icr_write() / the fastpath.
-  void trace_reg_write(std::uint32_t reg, std::uint32_t val, Tsc now);
+  void trace_reg_write(std::uint32_t reg, std::uint64_t val, Tsc now);
   // The guest's EOI when APICv virtualizes it (no exit; the CPU clears the
   // vISR bit and re-evaluates RVI; no kvm_eoi for an edge vector).
   void virtual_eoi();

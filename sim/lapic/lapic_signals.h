@@ -24,9 +24,10 @@ struct LapicSignals {
   // kvm_apic_ipi: kvm_apic_send_ipi() (ICR low word, destination): (vcpu, icr_low, dest_id, t).
   Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_ipi;
   // kvm_apic (write): trace_kvm_apic_write() of an x2APIC register write
-  // KVM emulates (kvm_lapic_reg_write(), the ICR fastpath): (vcpu, reg, val, t),
-  // reg the APIC register offset (APIC_ICR = 0x300).
-  Signal<int, std::uint32_t, std::uint32_t, Tsc> kvm_apic_write;
+  // KVM emulates (kvm_lapic_reg_write(), the ICR fastpath,
+  // kvm_x2apic_icr_write()): (vcpu, reg, val, t), reg the APIC register
+  // offset (APIC_ICR = 0x300), val 32 bits but the v5.18+ ICR's 64.
+  Signal<int, std::uint32_t, std::uint64_t, Tsc> kvm_apic_write;
   // kvm_eoi: apic_set_eoi() ended `vector` in service: a trapped EOI write,
   // or a PV EOI that KVM reads back at the next exit; -1 if nothing was in
   // service (the kernel traces that too): (vcpu, vector, t).

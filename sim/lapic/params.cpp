@@ -24,10 +24,10 @@ void declare_lapic_params(ParamRegistry& r) {
              "pending and vcpu_run() injects it before the next vcpu_enter_guest()."});
   r.declare({"kvm.x2apic_icr_64bit", ParamType::Bool, "true", "bool", {}, {}, {},
              "An x2APIC ICR write is one 64-bit register write: kvm_x2apic_icr_write() sends the "
-             "IPI, then traces one kvm_apic (APIC_ICR) (v5.18+); false = kvm_x2apic_msr_write() "
-             "writes ICR2, then ICR, through kvm_lapic_reg_write(), which traces each before "
-             "the send. The exit fastpath's ICR write traces as the 64-bit one in every era. "
-             "Acts on the trace only."});
+             "IPI, then traces one kvm_apic with all 64 bits (APIC_ICR = 0x100000020, v5.18+); "
+             "false = kvm_x2apic_msr_write() writes ICR2, then ICR, through "
+             "kvm_lapic_reg_write(), which traces each before the send, and the exit fastpath "
+             "traces the ICR's low word after it. Acts on the trace only."});
   r.declare({"kvm.pi_inject_timer", ParamType::Int, "0", "", -1, 1, {},
              "kvm.pi_inject_timer (v5.3+, 0c5f81dad46c \"KVM: LAPIC: Inject timer interrupt via "
              "posted interrupt\", Wanpeng Li 2019): with APICv the LAPIC timer's hrtimer runs on a "

@@ -146,8 +146,14 @@ bool Host::wake_up(HostThread* t, int waker_cpu, Tsc now, Tsc ipi_at) {
   if (se.on_rq) return false;  // TASK_RUNNING already
   // try_to_wake_up(): trace_sched_waking() once the task's state matched,
   // before select_task_rq() (task_cpu() is still the previous CPU).
-  if (sched_signals_.sched_waking.connected())
-    sched_signals_.sched_waking(waker_cpu, t->comm(), t->pid(), 120 + se.nice, se.cpu, now);
+  if (sched_signals_.sched_waking.connected()) {
+    // task_cpu() of a thread never enqueued yet: where kthread_bind() (or
+    // the fork) put it, its first allowed pCPU here.
+    int task_cpu = se.cpu;
+    for (int c = 0; task_cpu < 0 && c < topo_.cpus(); ++c)
+      if (se.allowed.test(c)) task_cpu = c;
+    sched_signals_.sched_waking(waker_cpu, t->comm(), t->pid(), 120 + se.nice, task_cpu, now);
+  }
   const int cpu = sched_->select_task_rq(se, se.cpu, waker_cpu);
   sched_->enqueue(cpu, se, now, kEnqueueWakeup);
   if (sched_signals_.sched_wakeup.connected())

@@ -151,9 +151,6 @@ void frame(std::string& s, std::int64_t ts_ns, const TraceTask& task, int cpu,
   s += ' ';
 }
 
-}  // namespace
-
-namespace {
 // kvm_trace_symbol_apic: AREG(ID) ... AREG(ECTRL), the APIC_* offsets of
 // apicdef.h.
 constexpr std::pair<std::uint32_t, std::string_view> kApicRegs[] = {

@@ -25,7 +25,9 @@
 //                         v5.19+; before, "irq %u")
 //   kvm_eoi               apicid %x vector %d
 //   kvm_apic              apic_%s %s = 0x%x           (read/write, the register's
-//                         kvm_trace_symbol_apic name, e.g. APIC_ICR; unknown: 0x%x)
+//                         kvm_trace_symbol_apic name, e.g. APIC_ICR; unknown: 0x%x;
+//                         val u64 and 0x%llx from v5.18, a57a31684d7b: the x2APIC ICR's
+//                         64 bits)
 //   kvm_pv_eoi            apicid %x vector %d
 //   kvm_ple_window_update vcpu %u old %u new %u (%s)  (growed if old < new, else shrinked;
 //                         v5.4+, only when the window changes)
@@ -195,11 +197,12 @@ struct KvmPvEoi : KvmEoi {};
 
 // kvm_apic (trace_kvm_apic_write() at the top of kvm_lapic_reg_write(), and
 // the x2APIC ICR fastpath's own call; trace_kvm_apic_read() for reads): the
-// APIC register offset (APIC_ICR = 0x300, ...) and the 32-bit value.
+// APIC register offset (APIC_ICR = 0x300, ...) and the value (32 bits, or
+// the x2APIC ICR's 64 from v5.18).
 struct KvmApic {
   bool write = true;
   std::uint32_t reg = 0;
-  std::uint32_t val = 0;
+  std::uint64_t val = 0;
 };
 
 struct SchedSwitch {

@@ -262,7 +262,7 @@ void TraceObserver::on_eoi(int vcpu, int vector, Tsc t) {
 
 // kvm_apic (apic_write), from kvm_lapic_reg_write() or the ICR fastpath on
 // the vCPU's own thread.
-void TraceObserver::on_apic_write(int vcpu, std::uint32_t reg, std::uint32_t val, Tsc t) {
+void TraceObserver::on_apic_write(int vcpu, std::uint32_t reg, std::uint64_t val, Tsc t) {
   writer_.kvm_apic(ns(t), tasks_[static_cast<std::size_t>(vcpu)], cpu_of(vcpu),
                    KvmApic{true, reg, val});
 }
@@ -328,8 +328,8 @@ void TraceObserver::on_sched_wakeup(int waker_pcpu, const std::string& comm, int
   writer_.sched_wakeup(ns(t), running_[static_cast<std::size_t>(cpu)], cpu, w);
 }
 
-// sched_waking, on the waker's CPU (the target's when no CPU woke it, as
-// sched_wakeup).
+// sched_waking, on the waker's CPU (with no waking CPU, on the task's: the
+// target is not chosen yet).
 void TraceObserver::on_sched_waking(int waker_pcpu, const std::string& comm, int pid, int prio,
                                     int task_cpu, Tsc t) {
   const int cpu = waker_pcpu >= 0 ? waker_pcpu : std::max(task_cpu, 0);

@@ -49,7 +49,7 @@ class TraceObserver : public Observer {
   void on_apic_accept_irq(int vcpu, std::uint8_t vector, Tsc t);
   void on_inj_virq(int vcpu, std::uint8_t vector, bool reinjected, Tsc t);
   void on_eoi(int vcpu, int vector, Tsc t);
-  void on_apic_write(int vcpu, std::uint32_t reg, std::uint32_t val, Tsc t);
+  void on_apic_write(int vcpu, std::uint32_t reg, std::uint64_t val, Tsc t);
   void on_pv_eoi(int vcpu, int vector, Tsc t);
   void on_apic_accept_ipi(int sender, int target, std::uint8_t vector, Tsc t);
   void on_apic_ipi(int vcpu, std::uint32_t icr_low, std::uint32_t dest_id, Tsc t);

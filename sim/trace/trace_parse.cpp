@@ -298,15 +298,15 @@ bool parse_pv_eoi(string_view p, KvmPvEoi& e, std::string& err) {
 bool parse_kvm_apic(string_view p, KvmApic& e, std::string& err) {
   constexpr const char* msg = "kvm_apic: expected 'apic_write|apic_read REG = 0xVAL'";
   const auto t = split_ws(p);
-  if (t.size() < 4 || t[2] != "=" || !starts_with(t[3], "0x")) return fail(err, msg);
+  if (t.size() != 4 || t[2] != "=" || !starts_with(t[3], "0x")) return fail(err, msg);
   if (t[0] != "apic_write" && t[0] != "apic_read") return fail(err, msg);
   e.write = t[0] == "apic_write";
   if (const auto reg = apic_reg_from_name(t[1])) {
     e.reg = *reg;
-  } else if (!starts_with(t[1], "0x") || !to_uint(t[1].substr(2), 16, e.reg)) {
+  } else if (!starts_with(t[1], "0x") || !to_uint(t[1], 16, e.reg)) {  // to_u64 drops the 0x
     return fail(err, msg);
   }
-  return to_uint(t[3].substr(2), 16, e.val) ? true : fail(err, msg);
+  return to_uint(t[3], 16, e.val) ? true : fail(err, msg);
 }
 
 // "dst X vec N (Fixed|physical|assert|edge|dst)": icr_low is rebuilt from

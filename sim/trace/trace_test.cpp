@@ -509,7 +509,8 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   add(24200, {"CPU 1/KVM", 1001}, 3, KvmPvEoi{{1, 236}});
   add(24300, {"CPU 0/KVM", 1000}, 2, KvmApic{true, 0x310, 1});
   add(24400, {"CPU 0/KVM", 1000}, 2, KvmApic{true, 0x300, 0x40fd});
-  add(24500, {"CPU 0/KVM", 1000}, 2, KvmApic{false, 0x3a0, 0});  // unlisted offset: hex
+  add(24500, {"CPU 0/KVM", 1000}, 2, KvmApic{false, 0x3a0, 0});           // unlisted offset: hex
+  add(24600, {"CPU 0/KVM", 1000}, 2, KvmApic{true, 0x300, 0x1000000fd});  // v5.18+: 64 bits
   add(23000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, true, 8192, 4096});
   add(24000, {"CPU 2/KVM", 1002}, 4, KvmPleWindow{2, false, 4096, 4096});
   add(25000, {"CPU 2/KVM", 1002}, 4, KvmPleWindowUpdate{2, 4096, 8192});
@@ -578,6 +579,25 @@ TEST_CASE("writer -> parser round trip of every tracepoint", "[trace]") {
   CHECK(out2.str() == out.str());
 }
 
+TEST_CASE("kvm_apic payloads parse back, and malformed ones are refused", "[trace]") {
+  std::string err;
+  const auto ok = parse_payload("kvm_apic", "apic_write APIC_ICR = 0x1000000fd", err);
+  REQUIRE(std::holds_alternative<KvmApic>(ok));
+  CHECK(std::get<KvmApic>(ok) == KvmApic{true, 0x300, 0x1000000fd});
+  const auto hex = parse_payload("kvm_apic", "apic_read 0x3a0 = 0x0", err);
+  REQUIRE(std::holds_alternative<KvmApic>(hex));
+  CHECK(std::get<KvmApic>(hex) == KvmApic{false, 0x3a0, 0});
+  for (const char* bad :
+       {"apic_write APIC_ICR = 0x0x1f", "apic_write APIC_ICR = 0x1f junk",
+        "apic_write APIC_ICR 0x1f", "apic_poke APIC_ICR = 0x1", "apic_write APIC_NOPE = 0x1",
+        "apic_write APIC_ICR = 1f", "apic_write 0x = 0x1", "apic_write APIC_ICR = 0x"}) {
+    INFO(bad);
+    err.clear();
+    CHECK(std::holds_alternative<std::monostate>(parse_payload("kvm_apic", bad, err)));
+    CHECK(!err.empty());
+  }
+}
+
 TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   // arch/x86/kvm/trace.h kvm_apic_ipi: "dst %x vec %u (%s|%s|%s|%s|%s)".
   CHECK(format_payload(KvmApicIpi{0x4020, 1}) == "dst 1 vec 32 (Fixed|physical|assert|edge|dst)");
@@ -600,6 +620,8 @@ TEST_CASE("writer payloads print the kernel formats", "[trace]") {
   CHECK(format_payload(KvmApic{true, 0x320, 0x500ec}) == "apic_write APIC_LVTT = 0x500ec");
   CHECK(format_payload(KvmApic{false, 0x390, 0}) == "apic_read APIC_TMCCT = 0x0");
   CHECK(format_payload(KvmApic{true, 0x3a0, 7}) == "apic_write 0x3a0 = 0x7");
+  // From v5.18 the x2APIC ICR is traced whole: "0x%llx".
+  CHECK(format_payload(KvmApic{true, 0x300, 0x1000000fd}) == "apic_write APIC_ICR = 0x1000000fd");
   // kvm_pv_eoi: the same format as kvm_eoi.
   CHECK(format_payload(KvmPvEoi{{0x1a, 236}}) == "apicid 1a vector 236");
   // kvm_ple_window (v4.16 trace.h): "vcpu %u: ple_window %d (%s %d)", new then old, on

@@ -55,12 +55,14 @@ inline std::string_view exit_reason_name(ExitReason r) {
 
 // MSRs the model handles.
 inline constexpr std::uint32_t MSR_IA32_TSC_DEADLINE = 0x6e0;
-inline constexpr std::uint32_t kApicIcr = 0x300;         // APIC_ICR (apicdef.h)
-inline constexpr std::uint32_t kApicIcr2 = 0x310;        // APIC_ICR2
+inline constexpr std::uint32_t APIC_ICR = 0x300;  // apicdef.h
+inline constexpr std::uint32_t APIC_ICR2 = 0x310;
+inline constexpr std::uint64_t APIC_ICR_BUSY = 0x1000;   // delivery status, bit 12
 inline constexpr std::uint32_t MSR_X2APIC_BASE = 0x800;  // APIC_BASE_MSR
 inline constexpr std::uint32_t MSR_X2APIC_LAST = 0x8ff;
 inline constexpr std::uint32_t MSR_X2APIC_EOI = 0x80b;
 inline constexpr std::uint32_t MSR_X2APIC_ICR = 0x830;   // APIC_BASE_MSR + (APIC_ICR >> 4)
+inline constexpr std::uint32_t MSR_X2APIC_ICR2 = 0x831;  // not writable in x2APIC mode
 inline constexpr std::uint32_t MSR_X2APIC_LVTT = 0x832;  // APIC_BASE_MSR + (APIC_LVTT >> 4)
 
 }  // namespace kvmsim

@@ -91,16 +91,21 @@ void VcpuRunLoop::send_icr_ipi(Tsc now) {
   const auto icr_low = static_cast<std::uint32_t>(exit_step_.value);
   const auto dest_id = static_cast<std::uint32_t>(exit_step_.value >> 32);
   // kvm_apic: before v5.18 kvm_x2apic_msr_write() writes ICR2, then ICR,
-  // through kvm_lapic_reg_write(), which traces each before it sends; the
-  // fastpath (handle_fastpath_set_x2apic_icr_irqoff()) and, from v5.18,
-  // kvm_x2apic_icr_write() send first and trace the ICR once.
-  const bool trace_after = state_ == VcpuState::Fastpath || lapic.config().x2apic_icr_64bit;
+  // through kvm_lapic_reg_write(), which traces each before it sends. The
+  // fastpath (handle_fastpath_set_x2apic_icr_irqoff()) sends first and
+  // traces the ICR once, the busy bit cleared: its low word before v5.18,
+  // all 64 bits from v5.18 (kvm_x2apic_icr_write(), the slow path's too).
+  const bool icr64 = lapic.config().x2apic_icr_64bit;
+  const bool trace_after = state_ == VcpuState::Fastpath || icr64;
   if (!trace_after) {
-    lapic.trace_reg_write(kApicIcr2, dest_id, now);
-    lapic.trace_reg_write(kApicIcr, icr_low, now);
+    lapic.trace_reg_write(APIC_ICR2, dest_id, now);
+    lapic.trace_reg_write(APIC_ICR, icr_low, now);
   }
   const Tsc cost = lapic.send_ipi(icr_low, dest_id, now);
-  if (trace_after) lapic.trace_reg_write(kApicIcr, icr_low, now);
+  if (trace_after) {
+    const std::uint64_t icr = exit_step_.value & ~APIC_ICR_BUSY;
+    lapic.trace_reg_write(APIC_ICR, icr64 ? icr : static_cast<std::uint32_t>(icr), now);
+  }
   // trace_kvm_msr_write() follows the write in both paths (kvm_emulate_wrmsr,
   // handle_fastpath_set_msr_irqoff).
   vcpu().kvm_signals().kvm_msr_write(vcpu_id_, exit_step_.msr, exit_step_.value, now);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/trace/trace_parse.h"
+#include "sim/vmx/exit_reason.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/traced_run.h"
 
@@ -452,50 +453,64 @@ TEST_CASE(
 
 namespace {
 
+// How an ICR write traces kvm_apic: ICR2 and ICR before kvm_apic_ipi
+// (kvm_lapic_reg_write() twice, before v5.18), or one ICR after it with the
+// busy bit cleared: the low word (the fastpath before v5.18) or all 64 bits
+// (kvm_x2apic_icr_write(), v5.18+).
+enum class IcrTrace { Split, LowAfter, FullAfter };
+
 // The kvm_apic lines each x2APIC register write must bring, in its MSR_WRITE
-// exit, between the previous kvm_msr and its own: kvm_lapic_reg_write()'s
-// trace of (msr - APIC_BASE_MSR) << 4 and the low word; for the ICR, ICR2 (the
-// destination) and ICR before kvm_apic_ipi when `split`, else ICR alone
-// after it. The TSC-deadline MSR brings none. Returns how many x2APIC
-// register writes matched.
-std::size_t check_kvm_apic_per_msr_write(const Run& run, bool split) {
-  std::size_t writes = 0, matched = 0;
+// exit, between the previous kvm_msr and its own, with kvm_apic_ipi and
+// kvm_eoi in their places: kvm_lapic_reg_write()'s trace of
+// (msr - APIC_BASE_MSR) << 4 and the low word (an EOI's before its kvm_eoi),
+// the ICR's as `icr` says. The TSC-deadline MSR brings none, and nothing
+// follows a span's last kvm_msr. Returns how many kvm_apic lines the run
+// must hold in all.
+std::size_t check_kvm_apic_per_msr_write(const Run& run, IcrTrace icr) {
+  using kvmsim::APIC_ICR;
+  using kvmsim::APIC_ICR2;
+  std::size_t expected = 0;
   for (const ExitSpan& s : exit_spans(run)) {
     if (s.reason != "MSR_WRITE") continue;
-    std::vector<std::string> since;  // kvm_apic / kvm_apic_ipi since the last kvm_msr
+    std::vector<std::string> since;  // kvm_apic / kvm_apic_ipi / kvm_eoi since the last kvm_msr
     for (const Ev* e : s.inside) {
       if (const auto* a = std::get_if<tr::KvmApic>(&e->data)) {
         since.push_back(fmt::format("{:x}={:x}", a->reg, a->val));
         continue;
       }
       if (e->event == "kvm_apic_ipi") since.emplace_back("ipi");
+      if (e->event == "kvm_eoi") since.emplace_back("eoi");
       const auto* m = std::get_if<tr::KvmMsr>(&e->data);
       if (!m || !m->write) continue;
       std::vector<std::string> want;
       const auto low = static_cast<std::uint32_t>(m->data);
-      if (m->msr == 0x830) {
-        want = split ? std::vector<std::string>{fmt::format("310={:x}", m->data >> 32),
-                                                fmt::format("300={:x}", low), "ipi"}
-                     : std::vector<std::string>{"ipi", fmt::format("300={:x}", low)};
-      } else if (m->msr >= 0x800 && m->msr <= 0x8ff) {
-        want = {fmt::format("{:x}={:x}", (m->msr - 0x800) << 4, low)};
+      const std::uint64_t cleared = m->data & ~kvmsim::APIC_ICR_BUSY;
+      if (m->msr == kvmsim::MSR_X2APIC_ICR) {
+        if (icr == IcrTrace::Split)
+          want = {fmt::format("{:x}={:x}", APIC_ICR2, m->data >> 32),
+                  fmt::format("{:x}={:x}", APIC_ICR, low), "ipi"};
+        else
+          want = {"ipi",
+                  fmt::format(
+                      "{:x}={:x}", APIC_ICR,
+                      icr == IcrTrace::FullAfter ? cleared : static_cast<std::uint32_t>(cleared))};
+      } else if (m->msr == kvmsim::MSR_X2APIC_EOI) {
+        want = {fmt::format("{:x}={:x}", (m->msr - kvmsim::MSR_X2APIC_BASE) << 4, low), "eoi"};
+      } else if (m->msr >= kvmsim::MSR_X2APIC_BASE && m->msr <= kvmsim::MSR_X2APIC_LAST) {
+        want = {fmt::format("{:x}={:x}", (m->msr - kvmsim::MSR_X2APIC_BASE) << 4, low)};
       }
       INFO("kvm_msr " << std::hex << m->msr << " = 0x" << m->data);
       CHECK(since == want);
-      if (m->msr >= 0x800 && m->msr <= 0x8ff) {
-        ++writes;
-        matched += since == want;
-      }
+      for (const std::string& w : want) expected += w != "ipi" && w != "eoi";
       since.clear();
     }
+    CHECK(since.empty());
   }
-  CHECK(matched == writes);
-  return matched;
+  return expected;
 }
 
-std::size_t count_msr_writes(const Run& run, std::uint32_t lo, std::uint32_t hi) {
-  return run.count_if<tr::KvmMsr>(
-      [lo, hi](const tr::KvmMsr& m) { return m.write && m.msr >= lo && m.msr <= hi; });
+std::size_t count_msr_writes(const Run& run, std::uint32_t msr) {
+  return run.count_if<tr::KvmMsr>([msr](const tr::KvmMsr& m) { return m.write && m.msr == msr; });
 }
 
 }  // namespace
@@ -505,38 +520,44 @@ TEST_CASE(
     "(kvm_lapic_reg_write), the ICR write as ICR2 + ICR before the send up to v5.18, one ICR "
     "after it from v5.18 and in the fastpath, none for the TSC deadline",
     "[cli][trace][tracepoint]") {
+  using kvmsim::MSR_IA32_TSC_DEADLINE;
+  using kvmsim::MSR_X2APIC_EOI;
+  using kvmsim::MSR_X2APIC_ICR;
+  using kvmsim::MSR_X2APIC_LVTT;
+  constexpr std::uint32_t kMsrX2apicTmict = 0x838;
   SECTION("ICR, v5.8 host: kvm_x2apic_msr_write() writes ICR2, then ICR") {
     const Run run = traced_run("apic-split", kPingpong);
-    const std::size_t icr = count_msr_writes(run, 0x830, 0x830);
-    REQUIRE(icr > 0);
-    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
-    CHECK(run.count("kvm_apic") == 2 * icr + (count_msr_writes(run, 0x800, 0x8ff) - icr));
+    REQUIRE(count_msr_writes(run, MSR_X2APIC_ICR) > 0);
+    CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::Split));
+    CHECK(run.count("kvm_apic") >= 2 * count_msr_writes(run, MSR_X2APIC_ICR));
   }
   SECTION("ICR as one 64-bit register (v5.18+): kvm_x2apic_icr_write() sends, then traces") {
     const Run run = traced_run("apic-64", kPingpong + " --set kvm.x2apic_icr_64bit=true");
-    REQUIRE(count_msr_writes(run, 0x830, 0x830) > 0);
-    CHECK(check_kvm_apic_per_msr_write(run, false) == count_msr_writes(run, 0x800, 0x8ff));
-    CHECK(run.count("kvm_apic") == count_msr_writes(run, 0x800, 0x8ff));
+    REQUIRE(count_msr_writes(run, MSR_X2APIC_ICR) > 0);
+    CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::FullAfter));
+    // The destination (ICR bits 63:32) is in the one line.
+    CHECK(run.count_if<tr::KvmApic>([](const tr::KvmApic& a) { return (a.val >> 32) != 0; }) > 0);
   }
-  SECTION("the ICR fastpath traces one ICR after the send in every era") {
+  SECTION("the ICR fastpath before v5.18 traces the low word after the send") {
     const Run run = traced_run("apic-fastpath", kPingpong + " --set kvm.exit_fastpath=true");
-    REQUIRE(count_msr_writes(run, 0x830, 0x830) > 0);
-    CHECK(check_kvm_apic_per_msr_write(run, false) == count_msr_writes(run, 0x800, 0x8ff));
+    REQUIRE(count_msr_writes(run, MSR_X2APIC_ICR) > 0);
+    CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::LowAfter));
   }
   SECTION("trapped x2APIC EOI writes (no APICv): APIC_EOI, then kvm_eoi, then kvm_msr") {
     const Run run = traced_run("apic-eoi", kIpiNoApicvEoi);
-    const std::size_t eoi = count_msr_writes(run, 0x80b, 0x80b);
+    const std::size_t eoi = count_msr_writes(run, MSR_X2APIC_EOI);
     REQUIRE(eoi > 0);
-    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
+    CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::Split));
     CHECK(run.count_if<tr::KvmApic>([](const tr::KvmApic& a) { return a.reg == 0xb0; }) == eoi);
   }
   SECTION("the clockevent's shutdown and re-arm: LVTT and TMICT, none for IA32_TSC_DEADLINE") {
     const Run run = traced_run("apic-lvtt", kTimerlessGuest);
-    REQUIRE(count_msr_writes(run, 0x832, 0x832) > 0);
-    REQUIRE(count_msr_writes(run, 0x838, 0x838) > 0);
-    REQUIRE(count_msr_writes(run, 0x6e0, 0x6e0) > 0);
-    CHECK(check_kvm_apic_per_msr_write(run, true) == count_msr_writes(run, 0x800, 0x8ff));
-    CHECK(run.count("kvm_apic") == count_msr_writes(run, 0x800, 0x8ff));
+    REQUIRE(count_msr_writes(run, MSR_X2APIC_LVTT) > 0);
+    REQUIRE(count_msr_writes(run, kMsrX2apicTmict) > 0);
+    REQUIRE(count_msr_writes(run, MSR_IA32_TSC_DEADLINE) > 0);
+    CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::Split));
+    CHECK(run.count("kvm_apic") ==
+          count_msr_writes(run, MSR_X2APIC_LVTT) + count_msr_writes(run, kMsrX2apicTmict));
   }
 }
 
@@ -730,6 +751,7 @@ TEST_CASE(
       REQUIRE(c != std::string::npos);
       const int pid = std::stoi(e.payload.substr(p + 5));
       const int target = std::stoi(e.payload.substr(c + 11));
+      CHECK(target >= 0);
       unpaired_waking += waking.count(pid);
       waking[pid] = {e.ts, target};
       if (last_cpu.count(pid)) {
@@ -752,6 +774,22 @@ TEST_CASE(
   CHECK(waking.empty());
   CHECK(ran_before > 0);
   CHECK(from_last_cpu == ran_before);
+  // The first wake-up of a bound kthread that never ran (the host's
+  // softlockup watchdog thread, every 4 s on a stock host): task_cpu() is
+  // the CPU kthread_bind() put it on.
+  const Run stock = traced_run(
+      "waking-kthread",
+      "scenarios/halt_poll_idle.yaml --set sim.max_simulated_s=4.5 --set kvm.halt_poll_ns=0");
+  std::size_t kthread = 0;
+  for (const Ev& e : stock.events) {
+    if (e.event != "sched_waking") continue;
+    // watchdog/N before v4.19 (the scenario's 4.3 host), migration/N after
+    if (e.payload.find("comm=watchdog/") != 0 && e.payload.find("comm=migration/") != 0) continue;
+    ++kthread;
+    CHECK(e.payload.find("target_cpu=-") == std::string::npos);
+    CHECK(e.payload.find(fmt::format("target_cpu={:03}", e.cpu)) != std::string::npos);
+  }
+  CHECK(kthread > 0);
   // A v4.2 host has no sched_waking; its wake-ups are traced all the same.
   const Run old = traced_run("waking-4.2", kEbizzy + " --set host.kernel=4.2");
   CHECK(old.count("sched_waking") == 0);
