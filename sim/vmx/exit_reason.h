@@ -61,8 +61,11 @@ inline constexpr std::uint64_t APIC_ICR_BUSY = 0x1000;   // delivery status, bit
 inline constexpr std::uint32_t MSR_X2APIC_BASE = 0x800;  // APIC_BASE_MSR
 inline constexpr std::uint32_t MSR_X2APIC_LAST = 0x8ff;
 inline constexpr std::uint32_t MSR_X2APIC_EOI = 0x80b;
-inline constexpr std::uint32_t MSR_X2APIC_ICR = 0x830;   // APIC_BASE_MSR + (APIC_ICR >> 4)
-inline constexpr std::uint32_t MSR_X2APIC_ICR2 = 0x831;  // not writable in x2APIC mode
-inline constexpr std::uint32_t MSR_X2APIC_LVTT = 0x832;  // APIC_BASE_MSR + (APIC_LVTT >> 4)
+inline constexpr std::uint32_t MSR_X2APIC_ICR = 0x830;    // APIC_BASE_MSR + (APIC_ICR >> 4)
+inline constexpr std::uint32_t MSR_X2APIC_ICR2 = 0x831;   // not writable in x2APIC mode
+inline constexpr std::uint32_t MSR_X2APIC_LVTT = 0x832;   // APIC_BASE_MSR + (APIC_LVTT >> 4)
+inline constexpr std::uint32_t MSR_X2APIC_TMICT = 0x838;  // APIC_BASE_MSR + (APIC_TMICT >> 4)
+// kvm_x2apic_msr_write(): the APIC register an x2APIC MSR stands for.
+constexpr std::uint32_t x2apic_msr_reg(std::uint32_t msr) { return (msr - MSR_X2APIC_BASE) << 4; }
 
 }  // namespace kvmsim

@@ -12,12 +12,11 @@ Tsc handle_wrmsr(Vcpu& v, Tsc now, Tsc /*cost*/) {
   const GuestStep& wrmsr = v.exit_step();
   KvmLapic& lapic = v.lapic();
   // kvm_x2apic_msr_write() -> kvm_lapic_reg_write() traces kvm_apic first
-  // (reg = (msr - APIC_BASE_MSR) << 4; the ICR's in send_icr_ipi(); ICR2 is
+  // (the ICR's in send_icr_ipi(); ICR2 is
   // refused before any trace).
   if (wrmsr.msr >= MSR_X2APIC_BASE && wrmsr.msr <= MSR_X2APIC_LAST && wrmsr.msr != MSR_X2APIC_ICR &&
       wrmsr.msr != MSR_X2APIC_ICR2)
-    lapic.trace_reg_write((wrmsr.msr - MSR_X2APIC_BASE) << 4,
-                          static_cast<std::uint32_t>(wrmsr.value), now);
+    lapic.trace_reg_write(x2apic_msr_reg(wrmsr.msr), static_cast<std::uint32_t>(wrmsr.value), now);
   // trace_kvm_msr_write (after the write; for the ICR in send_icr_ipi())
   if (wrmsr.msr != MSR_X2APIC_ICR && wrmsr.msr != MSR_X2APIC_EOI)
     v.kvm_signals().kvm_msr_write(v.id(), wrmsr.msr, wrmsr.value, now);

@@ -494,10 +494,9 @@ std::size_t check_kvm_apic_per_msr_write(const Run& run, IcrTrace icr) {
                   fmt::format(
                       "{:x}={:x}", APIC_ICR,
                       icr == IcrTrace::FullAfter ? cleared : static_cast<std::uint32_t>(cleared))};
-      } else if (m->msr == kvmsim::MSR_X2APIC_EOI) {
-        want = {fmt::format("{:x}={:x}", (m->msr - kvmsim::MSR_X2APIC_BASE) << 4, low), "eoi"};
       } else if (m->msr >= kvmsim::MSR_X2APIC_BASE && m->msr <= kvmsim::MSR_X2APIC_LAST) {
-        want = {fmt::format("{:x}={:x}", (m->msr - kvmsim::MSR_X2APIC_BASE) << 4, low)};
+        want = {fmt::format("{:x}={:x}", kvmsim::x2apic_msr_reg(m->msr), low)};
+        if (m->msr == kvmsim::MSR_X2APIC_EOI) want.emplace_back("eoi");
       }
       INFO("kvm_msr " << std::hex << m->msr << " = 0x" << m->data);
       CHECK(since == want);
@@ -524,7 +523,7 @@ TEST_CASE(
   using kvmsim::MSR_X2APIC_EOI;
   using kvmsim::MSR_X2APIC_ICR;
   using kvmsim::MSR_X2APIC_LVTT;
-  constexpr std::uint32_t kMsrX2apicTmict = 0x838;
+  using kvmsim::MSR_X2APIC_TMICT;
   SECTION("ICR, v5.8 host: kvm_x2apic_msr_write() writes ICR2, then ICR") {
     const Run run = traced_run("apic-split", kPingpong);
     REQUIRE(count_msr_writes(run, MSR_X2APIC_ICR) > 0);
@@ -548,16 +547,18 @@ TEST_CASE(
     const std::size_t eoi = count_msr_writes(run, MSR_X2APIC_EOI);
     REQUIRE(eoi > 0);
     CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::Split));
-    CHECK(run.count_if<tr::KvmApic>([](const tr::KvmApic& a) { return a.reg == 0xb0; }) == eoi);
+    CHECK(run.count_if<tr::KvmApic>([](const tr::KvmApic& a) {
+      return a.reg == kvmsim::x2apic_msr_reg(MSR_X2APIC_EOI);
+    }) == eoi);
   }
   SECTION("the clockevent's shutdown and re-arm: LVTT and TMICT, none for IA32_TSC_DEADLINE") {
     const Run run = traced_run("apic-lvtt", kTimerlessGuest);
     REQUIRE(count_msr_writes(run, MSR_X2APIC_LVTT) > 0);
-    REQUIRE(count_msr_writes(run, kMsrX2apicTmict) > 0);
+    REQUIRE(count_msr_writes(run, MSR_X2APIC_TMICT) > 0);
     REQUIRE(count_msr_writes(run, MSR_IA32_TSC_DEADLINE) > 0);
     CHECK(run.count("kvm_apic") == check_kvm_apic_per_msr_write(run, IcrTrace::Split));
     CHECK(run.count("kvm_apic") ==
-          count_msr_writes(run, MSR_X2APIC_LVTT) + count_msr_writes(run, kMsrX2apicTmict));
+          count_msr_writes(run, MSR_X2APIC_LVTT) + count_msr_writes(run, MSR_X2APIC_TMICT));
   }
 }
 

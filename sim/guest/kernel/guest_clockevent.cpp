@@ -7,8 +7,6 @@
 namespace kvmsim {
 
 namespace {
-// x2APIC MSR of TMICT (APIC_BASE_MSR + reg >> 4); LVTT's is MSR_X2APIC_LVTT.
-constexpr std::uint32_t kMsrX2apicTmict = 0x838;
 constexpr std::uint64_t kLvttTscDeadline = 2u << 17;
 }  // namespace
 
@@ -122,7 +120,7 @@ void GuestClockevent::write_deadline(std::uint64_t earliest) {
     q.push_back(
         GuestStep::wrmsr(MSR_X2APIC_LVTT, APIC_LVT_MASKED | kLvttTscDeadline | LOCAL_TIMER_VECTOR));
     if (shutdown == S::LvttDeadline0) q.push_back(GuestStep::wrmsr(MSR_IA32_TSC_DEADLINE, 0));
-    q.push_back(GuestStep::wrmsr(kMsrX2apicTmict, 0));
+    q.push_back(GuestStep::wrmsr(MSR_X2APIC_TMICT, 0));
     return;
   }
   q.push_back(GuestStep::run(Stage::GuestSyscall, k_.costs_.clockevent_program(k_.rng_)));
